@@ -1,0 +1,209 @@
+"""The environment contract shared by every jaxgrid environment.
+
+```python
+env, params = jaxgrid.make("voltage33-v0")
+obs, state = env.reset(key, params)
+obs, state, reward, terminated, truncated, info = env.step(key, state, action, params)
+```
+
+- ``state`` and ``params`` are immutable pytrees. Every number a scenario may vary is a
+  leaf of ``params`` (so ``vmap`` over params sweeps scenarios); sizes that fix shapes
+  (agents, buses, horizon) are static attributes of the environment object.
+- Every environment is multi-agent with stacked arrays: ``obs`` ``(num_agents, obs_dim)``
+  (or a dict of such arrays), ``action`` ``(num_agents, act_dim)`` or ``(num_agents,)``,
+  ``reward`` ``(num_agents,)``, ``terminated``/``truncated`` scalar booleans.
+- ``info["reward_vector"]`` ``(num_agents, n_objectives)`` holds one column per
+  ``env.objective_names``; ``reward`` is its scalarisation by ``params.scalarisation``.
+  ``info["objective_mask"]`` says which objectives are active (schedules can switch them).
+- ``info["costs"]`` ``(num_agents, n_costs)`` holds one column per ``env.cost_names``;
+  a constraint that concerns the whole network (a voltage band) is charged to every agent.
+  Costs never enter the reward.
+- Actions are sanitised: NaN/inf entries become 0, out-of-range entries are clipped to
+  the action space; ``info["action_nonfinite"]`` and ``info["action_clipped"]`` count them
+  per agent.
+- ``step`` auto-resets: it splits ``key`` into ``(key_step, key_reset)``, computes both
+  ``step_env(key_step, ...)`` and ``reset_env(key_reset, params)`` and selects the reset
+  when the episode ended. ``info["final_observation"]`` is the observation before the
+  reset, so a time-limit truncation can bootstrap from it.
+
+A subclass defines the model: ``default_params``, the spaces, ``reset_env``, ``observe``
+and ``transition`` (one step with an already-sanitised action). The base class adds
+sanitising, scalarisation and auto-reset, so no environment repeats them.
+"""
+
+from __future__ import annotations
+
+import abc
+from typing import Any, Generic, NamedTuple, TypeVar
+
+import jax
+import jax.numpy as jnp
+
+from jaxgrid import spaces
+from jaxgrid.rewards.scalarise import scalarise
+from jaxgrid.types import Array, PRNGKey, PyTree
+
+TState = TypeVar("TState")
+TParams = TypeVar("TParams")
+
+
+class Transition(NamedTuple):
+    """What a model step returns before the contract's bookkeeping.
+
+    Attributes:
+        obs: observation after the step.
+        state: state after the step.
+        reward_vector: ``(num_agents, n_objectives)`` objective values.
+        costs: ``(num_agents, n_costs)`` constraint costs (>= 0 by convention).
+        terminated: ``()`` bool, the episode reached a terminal state.
+        truncated: ``()`` bool, the episode was cut (time limit).
+        info: extra named diagnostics (fixed structure across steps).
+        objective_mask: ``(num_agents, n_objectives)`` bool, active objectives
+            (``None``: all active).
+    """
+
+    obs: PyTree
+    state: PyTree
+    reward_vector: Array
+    costs: Array
+    terminated: Array
+    truncated: Array
+    info: dict[str, Any]
+    objective_mask: Array | None = None
+
+
+class Environment(abc.ABC, Generic[TState, TParams]):
+    """Base class of all jaxgrid environments (see the module docstring for the contract).
+
+    Subclasses set ``agents``, ``agent_types``, ``objective_names``, ``cost_names`` and
+    ``horizon`` (steps per episode) and implement the abstract methods. Their params must
+    have a ``scalarisation`` field (:class:`jaxgrid.rewards.Scalarisation`).
+    """
+
+    agents: tuple[str, ...]
+    agent_types: tuple[str, ...]
+    objective_names: tuple[str, ...]
+    cost_names: tuple[str, ...]
+    horizon: int
+
+    @property
+    def num_agents(self) -> int:
+        return len(self.agents)
+
+    @property
+    def name(self) -> str:
+        return type(self).__name__
+
+    # -- the model, defined by each environment -------------------------------------
+
+    @abc.abstractmethod
+    def default_params(self) -> TParams:
+        """The environment's default scenario."""
+
+    @abc.abstractmethod
+    def observation_space(self, params: TParams) -> spaces.Space:
+        """Space of the stacked observation ``(num_agents, ...)``."""
+
+    @abc.abstractmethod
+    def action_space(self, params: TParams) -> spaces.Space:
+        """Space of the stacked action ``(num_agents, ...)``."""
+
+    @abc.abstractmethod
+    def reset_env(self, key: PRNGKey, params: TParams) -> tuple[PyTree, TState]:
+        """Initial ``(obs, state)`` of an episode, drawn from ``key``."""
+
+    @abc.abstractmethod
+    def observe(self, state: TState, params: TParams) -> PyTree:
+        """The stacked observation of ``state``."""
+
+    @abc.abstractmethod
+    def transition(
+        self, key: PRNGKey, state: TState, action: PyTree, params: TParams
+    ) -> Transition:
+        """One step of the model with an action already inside the action space."""
+
+    def world_state(self, state: TState, params: TParams) -> Array:
+        """A critic's global view ``(world_dim,)``; by default all observations, flattened."""
+        leaves = jax.tree_util.tree_leaves(self.observe(state, params))
+        return jnp.concatenate([jnp.ravel(x).astype(jnp.result_type(float)) for x in leaves])
+
+    # -- the contract, shared by all environments -------------------------------------
+
+    def reset(self, key: PRNGKey, params: TParams | None = None) -> tuple[PyTree, TState]:
+        """Start an episode: ``(obs, state)``."""
+        if params is None:
+            params = self.default_params()
+        return self.reset_env(key, params)
+
+    def step_env(
+        self, key: PRNGKey, state: TState, action: PyTree, params: TParams | None = None
+    ) -> tuple[PyTree, TState, Array, Array, Array, dict[str, Any]]:
+        """One step without auto-reset: ``(obs, state, reward, terminated, truncated, info)``."""
+        if params is None:
+            params = self.default_params()
+        action, clipped, nonfinite = self._sanitise(action, params)
+        tr = self.transition(key, state, action, params)
+        mask = tr.objective_mask
+        if mask is None:
+            mask = jnp.ones(tr.reward_vector.shape, bool)
+        reward = scalarise(tr.reward_vector, mask, params.scalarisation)
+        info = dict(tr.info)
+        info.update(
+            reward_vector=tr.reward_vector,
+            objective_mask=mask,
+            costs=tr.costs,
+            action_clipped=clipped,
+            action_nonfinite=nonfinite,
+        )
+        return tr.obs, tr.state, reward, tr.terminated, tr.truncated, info
+
+    def step(
+        self, key: PRNGKey, state: TState, action: PyTree, params: TParams | None = None
+    ) -> tuple[PyTree, TState, Array, Array, Array, dict[str, Any]]:
+        """One step with auto-reset: ``(obs, state, reward, terminated, truncated, info)``."""
+        if params is None:
+            params = self.default_params()
+        key_step, key_reset = jax.random.split(key)
+        obs_step, state_step, reward, terminated, truncated, info = self.step_env(
+            key_step, state, action, params
+        )
+        obs_reset, state_reset = self.reset_env(key_reset, params)
+        done = terminated | truncated
+
+        def select(reset_leaf, step_leaf):
+            return jax.lax.select(jnp.broadcast_to(done, reset_leaf.shape), reset_leaf, step_leaf)
+
+        state = jax.tree_util.tree_map(select, state_reset, state_step)
+        obs = jax.tree_util.tree_map(select, obs_reset, obs_step)
+        info["final_observation"] = obs_step
+        return obs, state, reward, terminated, truncated, info
+
+    def _sanitise(self, action: PyTree, params: TParams) -> tuple[PyTree, Array, Array]:
+        """Project ``action`` into the action space; count clipped and non-finite entries per agent."""
+        space = self.action_space(params)
+        _check_action_shape(self.name, space, action)
+        action, clipped, nonfinite = space.project(action)
+
+        def per_agent(mask_tree):
+            counts = [
+                jnp.sum(m.reshape(self.num_agents, -1), axis=1, dtype=jnp.int32)
+                for m in jax.tree_util.tree_leaves(mask_tree)
+            ]
+            return sum(counts[1:], counts[0])
+
+        return action, per_agent(clipped), per_agent(nonfinite)
+
+
+def _check_action_shape(env_name: str, space: spaces.Space, action: PyTree) -> None:
+    if isinstance(space, spaces.Dict):
+        if not isinstance(action, dict) or set(action) != set(space.spaces):
+            raise ValueError(f"{env_name}: action must be a dict with keys {sorted(space.spaces)}")
+        for k, sub in space.spaces.items():
+            _check_action_shape(f"{env_name}[{k!r}]", sub, action[k])
+        return
+    shape = tuple(jnp.shape(action))
+    if shape != space.shape:
+        raise ValueError(
+            f"{env_name}: action has shape {shape}, expected {space.shape} "
+            f"(num_agents first) for {space}"
+        )

@@ -1,0 +1,46 @@
+"""Physics of radial distribution feeders: the ``Feeder`` pytree, builders and solvers.
+
+- :class:`Feeder` and :func:`from_branch_table`, :func:`from_matpower`,
+  :func:`from_pandapower` (and :func:`to_pandapower`);
+- bundled cases :func:`case33bw`, :func:`case69`, :func:`case85`, :func:`case118zh`,
+  :func:`case136ma`, :func:`case141`;
+- solvers :func:`lindistflow` (linear, lossless) and :func:`distflow` (nonlinear sweep),
+  both returning a :class:`PowerFlowResult`;
+- :func:`voltage_angles` from a result; limits :func:`voltage_violation_pu`,
+  :func:`branch_loading`.
+
+Loads are in MW and Mvar, positive = consumption, one entry per bus in the feeder's bus
+order. Nothing here knows about reinforcement learning.
+"""
+
+from jaxgrid.grid.angles import voltage_angles
+from jaxgrid.grid.cases import CASES, case33bw, case69, case85, case118zh, case136ma, case141
+from jaxgrid.grid.distflow import distflow
+from jaxgrid.grid.feeder import Feeder, from_branch_table
+from jaxgrid.grid.limits import branch_loading, voltage_violation_pu
+from jaxgrid.grid.lindistflow import lindistflow
+from jaxgrid.grid.matpower import from_matpower, load_case
+from jaxgrid.grid.pandapower_io import from_pandapower, to_pandapower
+from jaxgrid.grid.result import PowerFlowResult
+
+__all__ = [
+    "CASES",
+    "Feeder",
+    "PowerFlowResult",
+    "branch_loading",
+    "case33bw",
+    "case69",
+    "case85",
+    "case118zh",
+    "case136ma",
+    "case141",
+    "distflow",
+    "from_branch_table",
+    "from_matpower",
+    "from_pandapower",
+    "lindistflow",
+    "load_case",
+    "to_pandapower",
+    "voltage_angles",
+    "voltage_violation_pu",
+]

@@ -1,0 +1,105 @@
+"""DistFlow: the nonlinear branch-flow power flow of a radial feeder (Baran & Wu, 1989).
+
+For branch ``k`` from bus ``i`` to bus ``j``, with sending-end flows ``P, Q``, squared
+voltages ``v`` and squared current ``l = (P^2 + Q^2) / v_i``:
+
+    P_k = p_j + sum of P over the branches below j + r_k l_k     (likewise Q with x, q)
+    v_j = v_i - 2 (r_k P_k + x_k Q_k) + (r_k^2 + x_k^2) l_k
+
+This module iterates these equations in matrix form for a fixed number of sweeps,
+starting from LinDistFlow: subtree sums are products
+with the path matrix, so every feeder in a batch does the same work and the solve
+jits, vmaps and differentiates. At convergence it matches the AC power flow of a radial
+feeder to solver precision. The last sweep's largest change is ``mismatch_pu``; a solve
+that has not converged, or whose loading has no solution (voltage collapse), is
+reported with ``converged=False`` and finite numbers, never silently.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from jaxgrid.grid.feeder import Feeder
+from jaxgrid.grid.injections import bus_injections
+from jaxgrid.grid.lindistflow import V_FLOOR
+from jaxgrid.grid.result import PowerFlowResult, assemble
+
+ELL_MAX = 1e4  # cap on the squared branch current (pu) that keeps a diverging sweep finite
+
+
+def default_tolerance(dtype) -> float:
+    """Convergence tolerance on the last sweep's change, pu: 1e-8 in float64, 2e-6 in float32."""
+    return 1e-8 if jnp.dtype(dtype) == jnp.float64 else 2e-6
+
+
+def distflow(
+    feeder: Feeder, p_mw, q_mvar, iterations: int = 10, tol: float | None = None
+) -> PowerFlowResult:
+    """Solve DistFlow for bus loads ``p_mw``, ``q_mvar`` ``(n_bus,)`` (positive = consumption).
+
+    Args:
+        iterations: number of sweeps (static); 3-5 reach 1e-6 pu on case33bw at up to
+            1.5x its load, 10 leave float32 round-off as the only error there.
+        tol: convergence tolerance on the last sweep's change (pu); default
+            :func:`default_tolerance` of the dtype.
+    """
+    if int(iterations) < 1:
+        raise ValueError(f"iterations must be >= 1, got {iterations}")
+    inj = bus_injections(feeder, p_mw, q_mvar)
+    dtype = inj.dtype
+    tol = default_tolerance(dtype) if tol is None else tol
+    path = jnp.asarray(feeder.path, dtype)
+    r = jnp.asarray(feeder.r_pu, dtype)
+    x = jnp.asarray(feeder.x_pu, dtype)
+    z2 = r**2 + x**2
+    v0 = jnp.asarray(feeder.vm_slack_pu, dtype) ** 2
+    # branch entering each bus: a branch's loss is carried like a load at its downstream bus
+    into = jnp.zeros(feeder.n_bus, jnp.int32).at[feeder.branch_to].set(
+        jnp.arange(feeder.n_branch, dtype=jnp.int32)
+    )
+    has_parent = jnp.arange(feeder.n_bus) != feeder.slack
+
+    def current_sq(p_branch, q_branch, v):
+        ell = (p_branch**2 + q_branch**2) / jnp.maximum(v[feeder.branch_from], V_FLOOR)
+        return jnp.minimum(ell, ELL_MAX)
+
+    def sweep(v, ell):
+        p_bus = inj.p + inj.g * v + jnp.where(has_parent, (r * ell)[into], 0.0)
+        q_bus = inj.q - inj.b * v + jnp.where(has_parent, (x * ell)[into], 0.0)
+        p_branch = p_bus @ path.T
+        q_branch = q_bus @ path.T
+        v_new = v0 - (2.0 * (r * p_branch + x * q_branch) - z2 * ell) @ path
+        return p_branch, q_branch, v_new
+
+    def body(_, carry):
+        p_branch, q_branch, v = carry
+        return sweep(v, current_sq(p_branch, q_branch, v))
+
+    v_start = jnp.full(feeder.n_bus, v0, dtype)
+    init = sweep(v_start, jnp.zeros(feeder.n_branch, dtype))  # LinDistFlow
+    p_old, q_old, v_old = jax.lax.fori_loop(0, int(iterations) - 1, body, init, unroll=True)
+    p_branch, q_branch, v = body(None, (p_old, q_old, v_old))
+    change = jnp.maximum(
+        jnp.max(jnp.abs(v - v_old)),
+        jnp.maximum(jnp.max(jnp.abs(p_branch - p_old)), jnp.max(jnp.abs(q_branch - q_old))),
+    )
+    ell = current_sq(p_branch, q_branch, v)
+    p_bus = inj.p + inj.g * v
+    q_bus = inj.q - inj.b * v
+    from_slack = feeder.branch_from == feeder.slack
+    converged = (
+        (change < tol) & jnp.isfinite(change) & jnp.all(v > V_FLOOR) & jnp.all(ell < ELL_MAX)
+    )
+    return assemble(
+        feeder,
+        inj,
+        p_branch,
+        q_branch,
+        v,
+        ell,
+        p_import=p_bus[feeder.slack] + jnp.sum(jnp.where(from_slack, p_branch, 0.0)),
+        q_import=q_bus[feeder.slack] + jnp.sum(jnp.where(from_slack, q_branch, 0.0)),
+        converged=converged,
+        mismatch=change,
+    )

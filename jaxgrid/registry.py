@@ -1,0 +1,51 @@
+"""The registry of named environments: ``make``, ``register``, ``list_envs``.
+
+A registered id carries a version (``voltage33-v0``) that goes up whenever the dynamics
+change, so published results stay reproducible.
+"""
+
+from __future__ import annotations
+
+import difflib
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+from jaxgrid.env import Environment
+
+EnvFactory = Callable[..., tuple[Environment, Any]]
+_REGISTRY: dict[str, EnvFactory] = {}
+
+
+def register(name: str, factory: EnvFactory, *, overwrite: bool = False) -> None:
+    """Register ``factory(**overrides) -> (env, params)`` under ``name``."""
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"environment name must be a non-empty string, got {name!r}")
+    if name in _REGISTRY and not overwrite:
+        raise ValueError(f"environment {name!r} is already registered (pass overwrite=True)")
+    _REGISTRY[name] = factory
+
+
+def make(name: str, **overrides: Any) -> tuple[Environment, Any]:
+    """Build a registered environment and its default params.
+
+    ``overrides`` are the keyword arguments the environment's factory accepts (its
+    docstring lists them); an unknown one is an error, never silently ignored.
+    """
+    if name not in _REGISTRY:
+        close = difflib.get_close_matches(name, _REGISTRY, n=3)
+        hint = f"; did you mean {', '.join(map(repr, close))}?" if close else ""
+        raise ValueError(f"unknown environment {name!r}{hint} (see jaxgrid.list_envs())")
+    factory = _REGISTRY[name]
+    signature = inspect.signature(factory)
+    try:
+        signature.bind(**overrides)
+    except TypeError as err:
+        accepted = [p for p in signature.parameters if not p.startswith("_")]
+        raise ValueError(f"make({name!r}): {err}; accepted overrides: {accepted}") from None
+    return factory(**overrides)
+
+
+def list_envs() -> list[str]:
+    """The registered environment ids, sorted."""
+    return sorted(_REGISTRY)

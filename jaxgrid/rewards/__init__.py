@@ -1,0 +1,5 @@
+"""Reward objectives, their scalarisation and constraint costs."""
+
+from jaxgrid.rewards.scalarise import MIN, PRODUCT, WEIGHTED_SUM, Scalarisation, scalarise
+
+__all__ = ["MIN", "PRODUCT", "WEIGHTED_SUM", "Scalarisation", "scalarise"]
