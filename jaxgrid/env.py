@@ -168,6 +168,8 @@ class Environment(abc.ABC, Generic[TState, TParams]):
             key_step, state, action, params
         )
         obs_reset, state_reset = self.reset_env(key_reset, params)
+        _check_same_layout(self.name, "state", state_reset, state_step)
+        _check_same_layout(self.name, "observation", obs_reset, obs_step)
         done = terminated | truncated
 
         def select(reset_leaf, step_leaf):
@@ -192,6 +194,22 @@ class Environment(abc.ABC, Generic[TState, TParams]):
             return sum(counts[1:], counts[0])
 
         return action, per_agent(clipped), per_agent(nonfinite)
+
+
+def _check_same_layout(env_name: str, what: str, after_reset: PyTree, after_step: PyTree) -> None:
+    """Raise if a step changes the structure, shapes or dtypes of the state or observation."""
+    reset_leaves, reset_tree = jax.tree_util.tree_flatten_with_path(after_reset)
+    step_leaves, step_tree = jax.tree_util.tree_flatten(after_step)
+    if reset_tree != jax.tree_util.tree_structure(after_step):
+        raise TypeError(f"{env_name}: the {what} after a step has structure {step_tree}, "
+                        f"after reset {reset_tree}")
+    for (path, a), b in zip(reset_leaves, step_leaves):
+        if (a.shape, a.dtype) != (b.shape, b.dtype):
+            raise TypeError(
+                f"{env_name}: {what} leaf {jax.tree_util.keystr(path)} is {b.dtype}{list(b.shape)} "
+                f"after a step but {a.dtype}{list(a.shape)} after reset; shapes and dtypes "
+                "must never change"
+            )
 
 
 def _check_action_shape(env_name: str, space: spaces.Space, action: PyTree) -> None:

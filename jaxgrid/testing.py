@@ -1,0 +1,294 @@
+"""``check_env``: the test kit every jaxgrid environment's tests call first.
+
+It checks the environment contract (``jaxgrid.env``) end to end:
+
+1. metadata and output structure: agent names, reward/objective/cost shapes, info keys,
+   ``world_state``, state shapes and dtypes that never change;
+2. jitted ``reset``/``step`` trace once (``chex.assert_max_traces``);
+3. the same key gives a bit-identical trajectory, even from a fresh trace (catching
+   randomness drawn outside the key at trace time);
+4. every observation lies in the observation space;
+5. auto-reset: ``step`` equals ``step_env`` then ``reset_env`` with the documented key
+   split, ``info["final_observation"]`` is the pre-reset observation, and an episode is
+   truncated exactly at ``env.horizon`` unless it terminated first;
+6. no NaN/inf in state, observation, reward, reward vector or costs over ``num_steps``
+   steps of random, extreme (+-1e9) and non-finite (NaN/inf) actions, and the sanitising
+   counters see them;
+7. ``vmap`` over ``num_envs`` environments equals a Python loop over the same keys.
+
+A failure raises ``AssertionError`` naming the environment and the check.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+from typing import Any
+
+import chex
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxgrid import spaces
+from jaxgrid.env import Environment
+
+ACTION_KINDS = ("random", "extreme", "nonfinite")
+MAX_TRUNCATION_CHECK = 20_000  # longest horizon whose truncation is run through
+_CALLS = itertools.count()
+
+
+def check_env(
+    env: Environment,
+    params: Any = None,
+    *,
+    num_steps: int = 1000,
+    num_envs: int = 64,
+    seed: int = 0,
+) -> None:
+    """Check ``env`` against the jaxgrid environment contract (see the module docstring)."""
+    params = env.default_params() if params is None else params
+    key = jax.random.PRNGKey(seed)
+    fail = functools.partial(_fail, env)
+
+    _check_metadata(env, params, fail)
+    k_trace, k_roll, k_vmap = jax.random.split(key, 3)
+    _check_traces_once(env, params, k_trace, fail)
+
+    length = num_steps
+    if env.horizon + 1 <= MAX_TRUNCATION_CHECK:
+        length = max(num_steps, env.horizon + 1)
+    rollout = _make_rollout(env, length)
+    runs = {}
+    for kind_index, kind in enumerate(ACTION_KINDS):
+        out = jax.jit(rollout)(k_roll, params, kind_index)
+        runs[kind] = jax.device_get(out)
+        _check_run(env, params, runs[kind], kind, length, fail)
+
+    again = jax.device_get(jax.jit(_make_rollout(env, length))(k_roll, params, 0))
+    if not _tree_equal(runs["random"], again, exact=True):
+        fail("the same key gave a different trajectory from a fresh trace "
+             "(randomness drawn outside the key?)")
+
+    keys = jax.random.split(k_vmap, num_envs)
+    single = jax.jit(rollout)
+    batched = jax.device_get(jax.jit(jax.vmap(rollout, in_axes=(0, None, None)))(keys, params, 0))
+    for i in range(num_envs):
+        one = jax.device_get(single(keys[i], params, 0))
+        if not _tree_equal(jax.tree_util.tree_map(lambda x, i=i: x[i], batched), one, exact=False):
+            fail(f"vmap over {num_envs} envs differs from a Python loop at env {i}")
+
+
+def _fail(env: Environment, message: str):
+    raise AssertionError(f"check_env({env.name}): {message}")
+
+
+def _check_metadata(env, params, fail) -> None:
+    n = env.num_agents
+    if n < 1 or len(set(env.agents)) != n:
+        fail(f"agents must be >= 1 distinct names, got {env.agents}")
+    if len(env.agent_types) != n:
+        fail(f"agent_types has {len(env.agent_types)} entries for {n} agents")
+    if not env.objective_names or len(set(env.objective_names)) != len(env.objective_names):
+        fail(f"objective_names must be distinct and non-empty, got {env.objective_names}")
+    if len(set(env.cost_names)) != len(env.cost_names):
+        fail(f"cost_names must be distinct, got {env.cost_names}")
+    if not isinstance(env.horizon, int) or env.horizon < 1:
+        fail(f"horizon must be a positive int, got {env.horizon!r}")
+    if not hasattr(params, "scalarisation"):
+        fail("params need a 'scalarisation' field (jaxgrid.rewards.Scalarisation)")
+    for name, space in (("action", env.action_space(params)), ("observation", env.observation_space(params))):
+        leading = [s.shape[:1] for s in _leaf_spaces(space)]
+        if any(shape != (n,) for shape in leading):
+            fail(f"every {name} space must have the agent axis ({n}) first, got {space}")
+
+
+def _leaf_spaces(space):
+    if isinstance(space, spaces.Dict):
+        return [leaf for sub in space.spaces.values() for leaf in _leaf_spaces(sub)]
+    return [space]
+
+
+def _traced_once(fn, name: str):
+    """``jax.jit(fn)`` guarded by ``chex.assert_max_traces(n=1)``.
+
+    chex counts traces per function footprint (source and name); a unique name per
+    call keeps repeated ``check_env`` calls from sharing one counter.
+    """
+    fn.__name__ = f"{name}_{next(_CALLS)}"
+    return jax.jit(chex.assert_max_traces(fn, n=1))
+
+
+def _check_traces_once(env, params, key, fail) -> None:
+    reset = _traced_once(lambda k, p: env.reset(k, p), f"{env.name}_reset")
+    step = _traced_once(lambda k, s, a, p: env.step(k, s, a, p), f"{env.name}_step")
+    n = env.num_agents
+    n_obj, n_cost = len(env.objective_names), len(env.cost_names)
+    try:
+        obs, state = reset(key, params)
+        first_state = state
+        for i in range(6):
+            key, k_act, k_step = jax.random.split(key, 3)
+            action = env.action_space(params).sample(k_act)
+            obs, state, reward, terminated, truncated, info = step(k_step, state, action, params)
+            if i == 2:
+                obs, state = reset(k_step, params)
+    except AssertionError as err:
+        fail(f"jitted reset/step traced more than once (state dtypes or shapes change?): {err}")
+    except TypeError as err:
+        fail(str(err))
+    if jax.tree_util.tree_structure(state) != jax.tree_util.tree_structure(first_state) or any(
+        (a.shape, a.dtype) != (b.shape, b.dtype)
+        for a, b in zip(jax.tree_util.tree_leaves(state), jax.tree_util.tree_leaves(first_state))
+    ):
+        fail("the state changes structure, shape or dtype across steps")
+    if not bool(env.observation_space(params).contains(obs)):
+        fail("reset/step observation is outside the observation space")
+    expected = {
+        "reward_vector": ((n, n_obj), jnp.floating),
+        "objective_mask": ((n, n_obj), jnp.bool_),
+        "costs": ((n, n_cost), jnp.floating),
+        "action_clipped": ((n,), jnp.integer),
+        "action_nonfinite": ((n,), jnp.integer),
+    }
+    for name, (shape, kind) in expected.items():
+        if name not in info:
+            fail(f"info lacks {name!r}")
+        if info[name].shape != shape or not jnp.issubdtype(info[name].dtype, kind):
+            fail(f"info[{name!r}] must be {kind.__name__} {shape}, got {info[name].dtype} {info[name].shape}")
+    if jax.tree_util.tree_structure(info.get("final_observation")) != jax.tree_util.tree_structure(obs):
+        fail("info['final_observation'] must have the observation's structure")
+    if reward.shape != (n,) or not jnp.issubdtype(reward.dtype, jnp.floating):
+        fail(f"reward must be float ({n},), got {reward.dtype} {reward.shape}")
+    for name, flag in (("terminated", terminated), ("truncated", truncated)):
+        if flag.shape != () or flag.dtype != jnp.bool_:
+            fail(f"{name} must be a scalar bool, got {flag.dtype} {flag.shape}")
+    world = env.world_state(state, params)
+    if world.ndim != 1 or not jnp.issubdtype(world.dtype, jnp.floating) or not bool(jnp.all(jnp.isfinite(world))):
+        fail(f"world_state must be a finite 1-D float array, got {world.dtype} {world.shape}")
+
+
+def _action(space: spaces.Space, kind, key):
+    """A float action of ``space``'s shape: random, extreme (+-1e9) or non-finite."""
+    if isinstance(space, spaces.Dict):
+        keys = jax.random.split(key, len(space.spaces))
+        return {k: _action(s, kind, kk) for kk, (k, s) in zip(keys, space.spaces.items())}
+    k_sample, k_sign, k_pick = jax.random.split(key, 3)
+    dtype = space.dtype if jnp.issubdtype(space.dtype, jnp.floating) else jnp.float32
+    random = space.sample(k_sample).astype(dtype)
+    sign = jnp.where(jax.random.bernoulli(k_sign, 0.5, space.shape), 1.0, -1.0)
+    extreme = (sign * 1e9).astype(dtype)
+    choices = jnp.array([jnp.nan, jnp.inf, -jnp.inf, 0.0], dtype)
+    nonfinite = choices[jax.random.randint(k_pick, space.shape, 0, 4)]
+    nonfinite = jnp.where(nonfinite == 0.0, random, nonfinite)
+    return jnp.select([kind == 1, kind == 2], [extreme, nonfinite], random)
+
+
+def _tree_where(done, a, b):
+    return jax.tree_util.tree_map(lambda x, y: jnp.where(done, x, y), a, b)
+
+
+def _all_equal(a, b):
+    leaves = [jnp.all(x == y) for x, y in zip(jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b))]
+    return jnp.all(jnp.stack(leaves)) if leaves else jnp.asarray(True)
+
+
+def _all_finite(*trees):
+    leaves = [
+        jnp.all(jnp.isfinite(x))
+        for x in jax.tree_util.tree_leaves(trees)
+        if jnp.issubdtype(x.dtype, jnp.inexact)
+    ]
+    return jnp.all(jnp.stack(leaves)) if leaves else jnp.asarray(True)
+
+
+def _make_rollout(env: Environment, length: int):
+    """``rollout(key, params, kind)``: ``length`` auto-reset steps with per-step contract flags."""
+
+    def rollout(key, params, kind):
+        k_reset, k_run = jax.random.split(key)
+        obs, state = env.reset(k_reset, params)
+        obs_space = env.observation_space(params)
+        act_space = env.action_space(params)
+
+        def body(carry, key):
+            obs, state, t = carry
+            k_act, k_step = jax.random.split(key)
+            action = _action(act_space, kind, k_act)
+            obs_next, state_next, reward, terminated, truncated, info = env.step(
+                k_step, state, action, params
+            )
+            k_s, k_r = jax.random.split(k_step)
+            obs_s, state_s, reward_s, term_s, trunc_s, _ = env.step_env(k_s, state, action, params)
+            obs_r, state_r = env.reset_env(k_r, params)
+            done = terminated | truncated
+            autoreset = (
+                _all_equal(state_next, _tree_where(done, state_r, state_s))
+                & _all_equal(obs_next, _tree_where(done, obs_r, obs_s))
+                & _all_equal(info["final_observation"], obs_s)
+                & _all_equal((reward, terminated, truncated), (reward_s, term_s, trunc_s))
+            )
+            t = t + 1
+            truncation = (~truncated | (t == env.horizon)) & ((t != env.horizon) | done)
+            flags = dict(
+                autoreset=autoreset,
+                truncation=truncation,
+                finite=_all_finite(obs_next, state_next, reward, obs_s, info["reward_vector"], info["costs"]),
+                in_space=obs_space.contains(obs_next) & obs_space.contains(obs_s),
+            )
+            out = dict(
+                reward=reward,
+                terminated=terminated,
+                truncated=truncated,
+                clipped=jnp.sum(info["action_clipped"]),
+                nonfinite=jnp.sum(info["action_nonfinite"]),
+                **flags,
+            )
+            return (obs_next, state_next, jnp.where(done, 0, t)), out
+
+        carry = (obs, state, jnp.zeros((), jnp.int32))
+        (obs, state, _), outs = jax.lax.scan(body, carry, jax.random.split(k_run, length))
+        return dict(final_obs=obs, final_state=state, **outs)
+
+    return rollout
+
+
+def _first_bad(flags) -> int:
+    return int(np.flatnonzero(~np.asarray(flags))[0])
+
+
+def _check_run(env, params, out, kind, length, fail) -> None:
+    for flag, what in (
+        ("finite", "NaN or inf in state, observation, reward or costs"),
+        ("in_space", "an observation outside the observation space"),
+        ("autoreset", "step differs from step_env + reset_env (auto-reset / final_observation)"),
+        ("truncation", f"truncation not exactly at the horizon ({env.horizon} steps)"),
+    ):
+        if not np.all(out[flag]):
+            fail(f"{what} at step {_first_bad(out[flag])} with {kind} actions")
+    if length > env.horizon and not np.any(out["terminated"] | out["truncated"]):
+        fail(f"no episode ended within {length} steps (horizon {env.horizon})")
+    if kind == "nonfinite" and not np.any(out["nonfinite"] > 0):
+        fail("info['action_nonfinite'] never counted the NaN/inf actions")
+    bounded = all(
+        not isinstance(s, spaces.Box) or np.all(np.abs(np.asarray(s.high)) < 1e9)
+        for s in _leaf_spaces(env.action_space(params))
+    )
+    if kind == "extreme" and bounded and not np.any(out["clipped"] > 0):
+        fail("info['action_clipped'] never counted the out-of-range actions")
+
+
+def _tree_equal(a, b, exact: bool) -> bool:
+    la, lb = jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b)
+    if jax.tree_util.tree_structure(a) != jax.tree_util.tree_structure(b):
+        return False
+    for x, y in zip(la, lb):
+        x, y = np.asarray(x), np.asarray(y)
+        if x.shape != y.shape:
+            return False
+        if exact or not np.issubdtype(x.dtype, np.inexact):
+            if not np.array_equal(x, y, equal_nan=np.issubdtype(x.dtype, np.inexact)):
+                return False
+        elif not np.allclose(x, y, rtol=1e-5, atol=1e-6):
+            return False
+    return True

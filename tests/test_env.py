@@ -1,0 +1,125 @@
+"""The environment contract: auto-reset, sanitising, scalarisation, and check_env itself."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+import toy_envs
+
+from jaxgrid.rewards import Scalarisation, scalarise
+from jaxgrid.testing import check_env
+
+KEY = jax.random.PRNGKey(3)
+
+
+def test_check_env_passes_on_a_correct_env():
+    env = toy_envs.Tanks()
+    check_env(env, num_steps=50, num_envs=8)
+
+
+@pytest.mark.parametrize(
+    "env_class, message",
+    [
+        (toy_envs.DtypeDrift, r"leaf \.time is float32\[\] after a step but int32\[\] after reset"),
+        # baked-in constants differ between traces (and between the two resets of one trace)
+        (toy_envs.TraceTimeRandomness, "fresh trace|step differs from step_env"),
+        (toy_envs.GoesNaN, "NaN or inf"),
+        (toy_envs.ObsOutOfSpace, "outside the observation space"),
+        (toy_envs.LateTruncation, "truncation not exactly at the horizon"),
+        (toy_envs.WrongCostShape, r"info\['costs'\] must be"),
+    ],
+)
+def test_check_env_catches_broken_envs(env_class, message):
+    with pytest.raises(AssertionError, match=message):
+        check_env(env_class(), num_steps=50, num_envs=4)
+
+
+def test_step_auto_resets_with_the_documented_key_split():
+    env = toy_envs.Tanks(horizon=2)
+    params = env.default_params()
+    obs, state = env.reset(KEY, params)
+    action = jnp.zeros((3, 1))
+    obs, state, *_ = env.step(jax.random.PRNGKey(1), state, action, params)
+    assert int(state.time) == 1
+    k = jax.random.PRNGKey(2)
+    obs2, state2, reward, terminated, truncated, info = env.step(k, state, action, params)
+    assert bool(truncated) and not bool(terminated)
+    k_step, k_reset = jax.random.split(k)
+    obs_end, state_end, *_ = env.step_env(k_step, state, action, params)
+    obs_new, state_new = env.reset_env(k_reset, params)
+    np.testing.assert_array_equal(info["final_observation"], obs_end)
+    np.testing.assert_array_equal(obs2, obs_new)
+    np.testing.assert_array_equal(state2.level, state_new.level)
+    assert int(state2.time) == 0 and int(state_end.time) == 2
+
+
+def test_actions_are_sanitised_and_counted_per_agent():
+    env = toy_envs.Tanks()
+    params = env.default_params()
+    _, state = env.reset(KEY, params)
+    action = jnp.array([[jnp.nan], [5.0], [0.1]])
+    _, new_state, _, _, _, info = env.step_env(KEY, state, action, params)
+    np.testing.assert_array_equal(info["action_nonfinite"], [1, 0, 0])
+    np.testing.assert_array_equal(info["action_clipped"], [0, 1, 0])
+    # the enacted actions are 0, +0.2 (clipped) and 0.1: effort objective = -|a|
+    np.testing.assert_allclose(info["reward_vector"][:, 1], [0.0, -0.2, -0.1], atol=1e-7)
+    assert bool(jnp.all(jnp.isfinite(new_state.level)))
+
+
+def test_wrong_action_shape_is_one_clear_error():
+    env = toy_envs.Tanks()
+    params = env.default_params()
+    _, state = env.reset(KEY, params)
+    with pytest.raises(ValueError, match=r"action has shape \(3,\), expected \(3, 1\)"):
+        env.step(KEY, state, jnp.zeros(3), params)
+
+
+def test_reward_is_the_scalarisation_of_the_reward_vector():
+    env = toy_envs.Tanks()
+    params = env.default_params().replace(scalarisation=Scalarisation.create(2, "weighted_sum", [2.0, 0.5]))
+    _, state = env.reset(KEY, params)
+    _, _, reward, _, _, info = env.step_env(KEY, state, jnp.full((3, 1), 0.1), params)
+    rv = np.asarray(info["reward_vector"])
+    np.testing.assert_allclose(reward, 2.0 * rv[:, 0] + 0.5 * rv[:, 1], rtol=1e-6)
+
+
+def test_scalarisation_methods_by_hand():
+    rv = jnp.array([[0.2, 0.5, 0.9], [0.4, 0.1, 0.3]])
+    mask = jnp.array([[True, True, True], [True, False, True]])
+    ws = Scalarisation.create(3, "weighted_sum", [1.0, 2.0, 3.0])
+    np.testing.assert_allclose(scalarise(rv, mask, ws), [0.2 + 1.0 + 2.7, 0.4 + 0.9], rtol=1e-6)
+    mn = Scalarisation.create(3, "min")
+    np.testing.assert_allclose(scalarise(rv, mask, mn), [0.2, 0.3], rtol=1e-6)
+    pr = Scalarisation.create(3, "product", [1.0, 1.0, 0.0])  # weight 0 leaves the third out
+    np.testing.assert_allclose(scalarise(rv, mask, pr), [0.1, 0.4], rtol=1e-6)
+    nothing = jnp.zeros_like(mask)
+    np.testing.assert_array_equal(scalarise(rv, nothing, mn), [0.0, 0.0])
+
+
+def test_one_compiled_run_sweeps_scalarisations():
+    rv = jnp.array([[0.2, 0.5]])
+    mask = jnp.ones((1, 2), bool)
+    sweep = jax.tree_util.tree_map(
+        lambda *xs: jnp.stack(xs),
+        Scalarisation.create(2, "weighted_sum"),
+        Scalarisation.create(2, "min"),
+        Scalarisation.create(2, "product"),
+    )
+    out = jax.jit(jax.vmap(scalarise, in_axes=(None, None, 0)))(rv, mask, sweep)
+    np.testing.assert_allclose(out[:, 0], [0.35, 0.2, 0.1], rtol=1e-6)
+
+
+def test_scalarisation_rejects_bad_arguments():
+    with pytest.raises(ValueError, match="unknown scalarisation"):
+        Scalarisation.create(2, "median")
+    with pytest.raises(ValueError, match=r"shape \(2,\)"):
+        Scalarisation.create(2, "weighted_sum", [1.0])
+    with pytest.raises(ValueError, match="finite"):
+        Scalarisation.create(2, "weighted_sum", [1.0, np.nan])
+
+
+def test_world_state_defaults_to_all_observations():
+    env = toy_envs.Tanks()
+    params = env.default_params()
+    obs, state = env.reset(KEY, params)
+    np.testing.assert_array_equal(env.world_state(state, params), obs.ravel())

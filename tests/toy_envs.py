@@ -1,0 +1,130 @@
+"""A tiny environment for testing the contract machinery, and broken variants of it.
+
+``Tanks``: each agent fills (+) or drains (-) its own tank; objectives reward a level
+near a target and penalise effort; the cost is overflow above a limit. The episode
+terminates when every tank is above ``params.stop_level`` and is truncated at the horizon.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import struct
+
+from jaxgrid import spaces
+from jaxgrid.env import Environment, Transition
+from jaxgrid.rewards import Scalarisation
+
+
+@struct.dataclass
+class TanksState:
+    level: jax.Array  # (num_agents,)
+    time: jax.Array  # () int32
+
+
+@struct.dataclass
+class TanksParams:
+    target: jax.Array
+    limit: jax.Array
+    stop_level: jax.Array
+    scalarisation: Scalarisation
+
+
+class Tanks(Environment):
+    objective_names = ("tracking", "effort")
+    cost_names = ("overflow",)
+
+    def __init__(self, num_agents: int = 3, horizon: int = 7):
+        self.agents = tuple(f"tank_{i}" for i in range(num_agents))
+        self.agent_types = ("tank",) * num_agents
+        self.horizon = horizon
+
+    def default_params(self):
+        return TanksParams(
+            target=jnp.float32(0.5),
+            limit=jnp.float32(0.9),
+            stop_level=jnp.float32(0.95),
+            scalarisation=Scalarisation.create(2),
+        )
+
+    def observation_space(self, params):
+        return spaces.Box(0.0, 1.0, (self.num_agents, 2))
+
+    def action_space(self, params):
+        return spaces.Box(-0.2, 0.2, (self.num_agents, 1))
+
+    def observe(self, state, params):
+        t = jnp.full((self.num_agents,), jnp.minimum(state.time / self.horizon, 1.0), jnp.float32)
+        return jnp.stack([state.level, t], axis=1)
+
+    def reset_env(self, key, params):
+        state = TanksState(
+            level=jax.random.uniform(key, (self.num_agents,), minval=0.0, maxval=0.6),
+            time=jnp.zeros((), jnp.int32),
+        )
+        return self.observe(state, params), state
+
+    def transition(self, key, state, action, params):
+        noise = 0.01 * jax.random.normal(key, (self.num_agents,))
+        level = jnp.clip(state.level + action[:, 0] + noise, 0.0, 1.0)
+        state = TanksState(level=level, time=state.time + 1)
+        reward_vector = jnp.stack([-jnp.abs(level - params.target), -jnp.abs(action[:, 0])], axis=1)
+        costs = jnp.maximum(level - params.limit, 0.0)[:, None]
+        return Transition(
+            obs=self.observe(state, params),
+            state=state,
+            reward_vector=reward_vector,
+            costs=costs,
+            terminated=jnp.all(level > params.stop_level),
+            truncated=state.time >= self.horizon,
+            info={"mean_level": jnp.mean(level)},
+        )
+
+
+class DtypeDrift(Tanks):
+    """Bug: the step turns the integer clock into a float."""
+
+    def transition(self, key, state, action, params):
+        tr = super().transition(key, state, action, params)
+        return tr._replace(state=tr.state.replace(time=tr.state.time.astype(jnp.float32)))
+
+
+class TraceTimeRandomness(Tanks):
+    """Bug: the initial level comes from NumPy's global generator, baked in at trace time."""
+
+    def reset_env(self, key, params):
+        obs, state = super().reset_env(key, params)
+        state = state.replace(level=state.level * 0 + np.float32(np.random.uniform(0, 0.5)))
+        return self.observe(state, params), state
+
+
+class GoesNaN(Tanks):
+    """Bug: an unguarded log of the action makes the state NaN for negative actions."""
+
+    def transition(self, key, state, action, params):
+        tr = super().transition(key, state, action, params)
+        return tr._replace(state=tr.state.replace(level=tr.state.level + jnp.log(action[:, 0] + 0.2)))
+
+
+class ObsOutOfSpace(Tanks):
+    """Bug: the observation is scaled beyond its declared box."""
+
+    def observe(self, state, params):
+        return 2.0 * super().observe(state, params)
+
+
+class LateTruncation(Tanks):
+    """Bug: truncation one step after the horizon."""
+
+    def transition(self, key, state, action, params):
+        tr = super().transition(key, state, action, params)
+        return tr._replace(truncated=tr.state.time >= self.horizon + 1)
+
+
+class WrongCostShape(Tanks):
+    """Bug: one cost column too many."""
+
+    def transition(self, key, state, action, params):
+        tr = super().transition(key, state, action, params)
+        return tr._replace(costs=jnp.concatenate([tr.costs, tr.costs], axis=1))
