@@ -122,6 +122,11 @@ class Environment(abc.ABC, Generic[TState, TParams]):
     ) -> Transition:
         """One step of the model with an action already inside the action space."""
 
+    def baselines(self, params: TParams) -> dict[str, Any]:
+        """Reference policies ``policy(key, obs) -> action`` by name; ``random`` for every env."""
+        space = self.action_space(params)
+        return {"random": lambda key, obs: space.sample(key)}
+
     def world_state(self, state: TState, params: TParams) -> Array:
         """A critic's global view ``(world_dim,)``; by default all observations, flattened."""
         leaves = jax.tree_util.tree_leaves(self.observe(state, params))
@@ -201,8 +206,10 @@ def _check_same_layout(env_name: str, what: str, after_reset: PyTree, after_step
     reset_leaves, reset_tree = jax.tree_util.tree_flatten_with_path(after_reset)
     step_leaves, step_tree = jax.tree_util.tree_flatten(after_step)
     if reset_tree != jax.tree_util.tree_structure(after_step):
-        raise TypeError(f"{env_name}: the {what} after a step has structure {step_tree}, "
-                        f"after reset {reset_tree}")
+        raise TypeError(
+            f"{env_name}: the {what} after a step has structure {step_tree}, "
+            f"after reset {reset_tree}"
+        )
     for (path, a), b in zip(reset_leaves, step_leaves):
         if (a.shape, a.dtype) != (b.shape, b.dtype):
             raise TypeError(

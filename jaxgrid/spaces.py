@@ -224,9 +224,7 @@ class Dict(Space):
     def sample(self, key: PRNGKey, mask: Any = None) -> dict[str, Array]:
         mask = mask or {}
         keys = jax.random.split(key, len(self.spaces))
-        return {
-            k: s.sample(kk, mask.get(k)) for kk, (k, s) in zip(keys, self.spaces.items())
-        }
+        return {k: s.sample(kk, mask.get(k)) for kk, (k, s) in zip(keys, self.spaces.items())}
 
     def contains(self, x: Any) -> Array:
         if not isinstance(x, Mapping) or set(x) != set(self.spaces):

@@ -67,8 +67,10 @@ def check_env(
 
     again = jax.device_get(jax.jit(_make_rollout(env, length))(k_roll, params, 0))
     if not _tree_equal(runs["random"], again, exact=True):
-        fail("the same key gave a different trajectory from a fresh trace "
-             "(randomness drawn outside the key?)")
+        fail(
+            "the same key gave a different trajectory from a fresh trace "
+            "(randomness drawn outside the key?)"
+        )
 
     keys = jax.random.split(k_vmap, num_envs)
     single = jax.jit(rollout)
@@ -97,7 +99,10 @@ def _check_metadata(env, params, fail) -> None:
         fail(f"horizon must be a positive int, got {env.horizon!r}")
     if not hasattr(params, "scalarisation"):
         fail("params need a 'scalarisation' field (jaxgrid.rewards.Scalarisation)")
-    for name, space in (("action", env.action_space(params)), ("observation", env.observation_space(params))):
+    for name, space in (
+        ("action", env.action_space(params)),
+        ("observation", env.observation_space(params)),
+    ):
         leading = [s.shape[:1] for s in _leaf_spaces(space)]
         if any(shape != (n,) for shape in leading):
             fail(f"every {name} space must have the agent axis ({n}) first, got {space}")
@@ -155,8 +160,12 @@ def _check_traces_once(env, params, key, fail) -> None:
         if name not in info:
             fail(f"info lacks {name!r}")
         if info[name].shape != shape or not jnp.issubdtype(info[name].dtype, kind):
-            fail(f"info[{name!r}] must be {kind.__name__} {shape}, got {info[name].dtype} {info[name].shape}")
-    if jax.tree_util.tree_structure(info.get("final_observation")) != jax.tree_util.tree_structure(obs):
+            fail(
+                f"info[{name!r}] must be {kind.__name__} {shape}, got {info[name].dtype} {info[name].shape}"
+            )
+    if jax.tree_util.tree_structure(info.get("final_observation")) != jax.tree_util.tree_structure(
+        obs
+    ):
         fail("info['final_observation'] must have the observation's structure")
     if reward.shape != (n,) or not jnp.issubdtype(reward.dtype, jnp.floating):
         fail(f"reward must be float ({n},), got {reward.dtype} {reward.shape}")
@@ -164,7 +173,11 @@ def _check_traces_once(env, params, key, fail) -> None:
         if flag.shape != () or flag.dtype != jnp.bool_:
             fail(f"{name} must be a scalar bool, got {flag.dtype} {flag.shape}")
     world = env.world_state(state, params)
-    if world.ndim != 1 or not jnp.issubdtype(world.dtype, jnp.floating) or not bool(jnp.all(jnp.isfinite(world))):
+    if (
+        world.ndim != 1
+        or not jnp.issubdtype(world.dtype, jnp.floating)
+        or not bool(jnp.all(jnp.isfinite(world)))
+    ):
         fail(f"world_state must be a finite 1-D float array, got {world.dtype} {world.shape}")
 
 
@@ -189,7 +202,9 @@ def _tree_where(done, a, b):
 
 
 def _all_equal(a, b):
-    leaves = [jnp.all(x == y) for x, y in zip(jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b))]
+    leaves = [
+        jnp.all(x == y) for x, y in zip(jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b))
+    ]
     return jnp.all(jnp.stack(leaves)) if leaves else jnp.asarray(True)
 
 
@@ -233,7 +248,9 @@ def _make_rollout(env: Environment, length: int):
             flags = dict(
                 autoreset=autoreset,
                 truncation=truncation,
-                finite=_all_finite(obs_next, state_next, reward, obs_s, info["reward_vector"], info["costs"]),
+                finite=_all_finite(
+                    obs_next, state_next, reward, obs_s, info["reward_vector"], info["costs"]
+                ),
                 in_space=obs_space.contains(obs_next) & obs_space.contains(obs_s),
             )
             out = dict(

@@ -76,7 +76,9 @@ def test_wrong_action_shape_is_one_clear_error():
 
 def test_reward_is_the_scalarisation_of_the_reward_vector():
     env = toy_envs.Tanks()
-    params = env.default_params().replace(scalarisation=Scalarisation.create(2, "weighted_sum", [2.0, 0.5]))
+    params = env.default_params().replace(
+        scalarisation=Scalarisation.create(2, "weighted_sum", [2.0, 0.5])
+    )
     _, state = env.reset(KEY, params)
     _, _, reward, _, _, info = env.step_env(KEY, state, jnp.full((3, 1), 0.1), params)
     rv = np.asarray(info["reward_vector"])

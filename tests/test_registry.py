@@ -31,7 +31,10 @@ def test_unknown_name_suggests_close_matches(tanks_registered):
 
 
 def test_unknown_override_is_an_error_not_ignored(tanks_registered):
-    with pytest.raises(ValueError, match=r"unexpected keyword argument 'agents'.*accepted overrides: \['num_agents', 'horizon'\]"):
+    with pytest.raises(
+        ValueError,
+        match=r"unexpected keyword argument 'agents'.*accepted overrides: \['num_agents', 'horizon'\]",
+    ):
         jaxgrid.make("tanks-v0", agents=4)
 
 

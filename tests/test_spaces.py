@@ -98,7 +98,9 @@ def test_multidiscrete_respects_each_cardinality():
 
 
 def test_dict_space_samples_contains_and_joins_distributions():
-    space = spaces.Dict({"move": spaces.Discrete(5, shape=(2,)), "power": spaces.Box(0.0, 1.0, (2, 3))})
+    space = spaces.Dict(
+        {"move": spaces.Discrete(5, shape=(2,)), "power": spaces.Box(0.0, 1.0, (2, 3))}
+    )
     x = jax.jit(space.sample)(KEY)
     assert set(x) == {"move", "power"} and bool(space.contains(x))
     assert not bool(space.contains({"move": x["move"]}))

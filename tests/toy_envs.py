@@ -95,7 +95,7 @@ class TraceTimeRandomness(Tanks):
 
     def reset_env(self, key, params):
         obs, state = super().reset_env(key, params)
-        state = state.replace(level=state.level * 0 + np.float32(np.random.uniform(0, 0.5)))
+        state = state.replace(level=state.level * 0 + np.float32(np.random.uniform(0, 0.5)))  # noqa: NPY002
         return self.observe(state, params), state
 
 
@@ -104,7 +104,9 @@ class GoesNaN(Tanks):
 
     def transition(self, key, state, action, params):
         tr = super().transition(key, state, action, params)
-        return tr._replace(state=tr.state.replace(level=tr.state.level + jnp.log(action[:, 0] + 0.2)))
+        return tr._replace(
+            state=tr.state.replace(level=tr.state.level + jnp.log(action[:, 0] + 0.2))
+        )
 
 
 class ObsOutOfSpace(Tanks):

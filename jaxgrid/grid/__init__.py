@@ -14,7 +14,16 @@ order. Nothing here knows about reinforcement learning.
 """
 
 from jaxgrid.grid.angles import voltage_angles
-from jaxgrid.grid.cases import CASES, case33bw, case69, case85, case118zh, case136ma, case141
+from jaxgrid.grid.cases import (
+    CASES,
+    case33bw,
+    case69,
+    case85,
+    case118zh,
+    case136ma,
+    case141,
+    load_bundled,
+)
 from jaxgrid.grid.distflow import distflow
 from jaxgrid.grid.feeder import Feeder, from_branch_table
 from jaxgrid.grid.limits import branch_loading, voltage_violation_pu
@@ -39,6 +48,7 @@ __all__ = [
     "from_matpower",
     "from_pandapower",
     "lindistflow",
+    "load_bundled",
     "load_case",
     "to_pandapower",
     "voltage_angles",

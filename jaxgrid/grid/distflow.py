@@ -21,15 +21,18 @@ import jax
 import jax.numpy as jnp
 
 from jaxgrid.grid.feeder import Feeder
-from jaxgrid.grid.injections import bus_injections
+from jaxgrid.grid.injections import bus_injections, demand_at
 from jaxgrid.grid.lindistflow import V_FLOOR
-from jaxgrid.grid.result import PowerFlowResult, assemble
+from jaxgrid.grid.result import PowerFlowResult
 
 ELL_MAX = 1e4  # cap on the squared branch current (pu) that keeps a diverging sweep finite
 
 
 def default_tolerance(dtype) -> float:
-    """Convergence tolerance on the last sweep's change, pu: 1e-8 in float64, 2e-6 in float32."""
+    """Convergence tolerance on the last sweep's change: 1e-8 in float64, 2e-6 in float32.
+
+    The change is measured in pu of voltage squared and in MW/Mvar over ``base_mva``.
+    """
     return 1e-8 if jnp.dtype(dtype) == jnp.float64 else 2e-6
 
 
@@ -50,56 +53,63 @@ def distflow(
     dtype = inj.dtype
     tol = default_tolerance(dtype) if tol is None else tol
     path = jnp.asarray(feeder.path, dtype)
-    r = jnp.asarray(feeder.r_pu, dtype)
-    x = jnp.asarray(feeder.x_pu, dtype)
+    base = jnp.asarray(feeder.base_mva, dtype)
+    r = jnp.asarray(feeder.r_pu, dtype) / base  # pu per MW: v in pu, flows in MW
+    x = jnp.asarray(feeder.x_pu, dtype) / base
     z2 = r**2 + x**2
     v0 = jnp.asarray(feeder.vm_slack_pu, dtype) ** 2
+    ell_max = ELL_MAX * base**2
     # branch entering each bus: a branch's loss is carried like a load at its downstream bus
-    into = jnp.zeros(feeder.n_bus, jnp.int32).at[feeder.branch_to].set(
-        jnp.arange(feeder.n_branch, dtype=jnp.int32)
+    into = (
+        jnp.zeros(feeder.n_bus, jnp.int32)
+        .at[feeder.branch_to]
+        .set(jnp.arange(feeder.n_branch, dtype=jnp.int32))
     )
     has_parent = jnp.arange(feeder.n_bus) != feeder.slack
 
-    def current_sq(p_branch, q_branch, v):
-        ell = (p_branch**2 + q_branch**2) / jnp.maximum(v[feeder.branch_from], V_FLOOR)
-        return jnp.minimum(ell, ELL_MAX)
-
     def sweep(v, ell):
-        p_bus = inj.p + inj.g * v + jnp.where(has_parent, (r * ell)[into], 0.0)
-        q_bus = inj.q - inj.b * v + jnp.where(has_parent, (x * ell)[into], 0.0)
+        """New flows and voltages given bus voltages and squared currents (MVA^2/pu)."""
+        p_bus, q_bus = demand_at(inj, v)
+        p_bus = p_bus + jnp.where(has_parent, (r * ell)[into], 0.0)
+        q_bus = q_bus + jnp.where(has_parent, (x * ell)[into], 0.0)
         p_branch = p_bus @ path.T
         q_branch = q_bus @ path.T
-        v_new = v0 - (2.0 * (r * p_branch + x * q_branch) - z2 * ell) @ path
-        return p_branch, q_branch, v_new
+        drop = 2.0 * (r * p_branch + x * q_branch) - z2 * ell
+        return p_branch, q_branch, v0 - drop @ path
+
+    def current_sq(p_branch, q_branch, v):
+        ell = (p_branch**2 + q_branch**2) / jnp.maximum(v[feeder.branch_from], V_FLOOR)
+        return jnp.minimum(ell, ell_max)
 
     def body(_, carry):
         p_branch, q_branch, v = carry
         return sweep(v, current_sq(p_branch, q_branch, v))
 
     v_start = jnp.full(feeder.n_bus, v0, dtype)
-    init = sweep(v_start, jnp.zeros(feeder.n_branch, dtype))  # LinDistFlow
-    p_old, q_old, v_old = jax.lax.fori_loop(0, int(iterations) - 1, body, init, unroll=True)
-    p_branch, q_branch, v = body(None, (p_old, q_old, v_old))
+    init = sweep(v_start, jnp.zeros(feeder.n_branch, dtype))
+    old = jax.lax.fori_loop(0, int(iterations) - 1, body, init, unroll=True)
+    p_branch, q_branch, v = body(None, old)
     change = jnp.maximum(
-        jnp.max(jnp.abs(v - v_old)),
-        jnp.maximum(jnp.max(jnp.abs(p_branch - p_old)), jnp.max(jnp.abs(q_branch - q_old))),
+        jnp.max(jnp.abs(v - old[2])),
+        jnp.maximum(jnp.max(jnp.abs(p_branch - old[0])), jnp.max(jnp.abs(q_branch - old[1])))
+        / base,
     )
     ell = current_sq(p_branch, q_branch, v)
-    p_bus = inj.p + inj.g * v
-    q_bus = inj.q - inj.b * v
+    loss_branch = r * ell
+    loss = jnp.sum(loss_branch)
+    p_bus, q_bus = demand_at(inj, v)
     from_slack = feeder.branch_from == feeder.slack
     converged = (
-        (change < tol) & jnp.isfinite(change) & jnp.all(v > V_FLOOR) & jnp.all(ell < ELL_MAX)
+        (change < tol) & jnp.isfinite(change) & jnp.all(v > V_FLOOR) & jnp.all(ell < ell_max)
     )
-    return assemble(
-        feeder,
-        inj,
-        p_branch,
-        q_branch,
-        v,
-        ell,
-        p_import=p_bus[feeder.slack] + jnp.sum(jnp.where(from_slack, p_branch, 0.0)),
-        q_import=q_bus[feeder.slack] + jnp.sum(jnp.where(from_slack, q_branch, 0.0)),
+    return PowerFlowResult(
+        vm_pu=jnp.sqrt(jnp.maximum(v, 0.0)),
+        p_branch_mw=p_branch,
+        q_branch_mvar=q_branch,
+        loss_branch_mw=loss_branch,
+        loss_mw=loss,
+        p_import_mw=p_bus[feeder.slack] + jnp.sum(jnp.where(from_slack, p_branch, 0.0)),
+        q_import_mvar=q_bus[feeder.slack] + jnp.sum(jnp.where(from_slack, q_branch, 0.0)),
         converged=converged,
-        mismatch=change,
+        mismatch_pu=change,
     )

@@ -163,15 +163,22 @@ def from_branch_table(
     rate_all = _per(rate_mva, n_all, "rate_mva", np.inf)
     live = np.ones(n_all, bool) if in_service is None else np.asarray(in_service, bool)
     if live.shape != (n_all,) or to_bus.shape != (n_all,) or branch_ids.shape != (n_all,):
-        raise ValueError("from_bus, to_bus, branch_ids and in_service must have one entry per branch")
+        raise ValueError(
+            "from_bus, to_bus, branch_ids and in_service must have one entry per branch"
+        )
 
     index_of = {int(b): i for i, b in enumerate(bus_ids)}
-    unknown = sorted({int(b) for b in np.concatenate([from_bus[live], to_bus[live]])} - set(index_of))
+    unknown = sorted(
+        {int(b) for b in np.concatenate([from_bus[live], to_bus[live]])} - set(index_of)
+    )
     if unknown:
         raise ValueError(f"branches refer to buses that do not exist: {unknown[:20]}")
     f_idx = np.array([index_of[int(b)] for b in from_bus[live]], dtype=np.int64)
     t_idx = np.array([index_of[int(b)] for b in to_bus[live]], dtype=np.int64)
-    labels = [f"{int(i)} ({int(f)}-{int(t)})" for i, f, t in zip(branch_ids[live], from_bus[live], to_bus[live])]
+    labels = [
+        f"{int(i)} ({int(f)}-{int(t)})"
+        for i, f, t in zip(branch_ids[live], from_bus[live], to_bus[live])
+    ]
 
     r, x, b, rate = r_all[live], x_all[live], b_all[live], rate_all[live]
     for name, arr in (("r_pu", r), ("x_pu", x), ("b_pu", b)):

@@ -9,7 +9,7 @@ with ``R = A^-1 diag(r) A^-T``. Voltages are reported as ``sqrt(v)`` (the form l
 ``|V|`` doubles the error). LinDistFlow ignores losses, so it always reads voltages too
 high under consumption; ``loss_mw`` is the usual a-posteriori estimate ``r (P^2+Q^2)/v``
 and ``p_import_mw`` is the total load plus that estimate. Shunts are evaluated at the
-slack voltage. Jittable and vmappable; one solve is two small matrix products.
+slack voltage. Jittable and vmappable; one solve is three small matrix products.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from __future__ import annotations
 import jax.numpy as jnp
 
 from jaxgrid.grid.feeder import Feeder
-from jaxgrid.grid.injections import bus_injections
-from jaxgrid.grid.result import PowerFlowResult, assemble
+from jaxgrid.grid.injections import bus_injections, demand_at
+from jaxgrid.grid.result import PowerFlowResult
 
 V_FLOOR = 1e-2  # squared-voltage floor (0.1 pu) below which a solve is reported as collapsed
 
@@ -28,24 +28,27 @@ def lindistflow(feeder: Feeder, p_mw, q_mvar) -> PowerFlowResult:
     inj = bus_injections(feeder, p_mw, q_mvar)
     dtype = inj.dtype
     path = jnp.asarray(feeder.path, dtype)
-    r = jnp.asarray(feeder.r_pu, dtype)
-    x = jnp.asarray(feeder.x_pu, dtype)
+    base = jnp.asarray(feeder.base_mva, dtype)
+    r = jnp.asarray(feeder.r_pu, dtype) / base  # pu per MW: v in pu, flows in MW
+    x = jnp.asarray(feeder.x_pu, dtype) / base
     v0 = jnp.asarray(feeder.vm_slack_pu, dtype) ** 2
-    p = inj.p + inj.g * v0
-    q = inj.q - inj.b * v0
+    p, q = demand_at(inj, v0)
     p_branch = p @ path.T
     q_branch = q @ path.T
-    v = v0 - 2.0 * (r * p_branch + x * q_branch) @ path
-    ell = (p_branch**2 + q_branch**2) / jnp.maximum(v[feeder.branch_from], V_FLOOR)
-    return assemble(
-        feeder,
-        inj,
-        p_branch,
-        q_branch,
-        v,
-        ell,
-        p_import=jnp.sum(p) + jnp.sum(r * ell),
-        q_import=jnp.sum(q) + jnp.sum(x * ell),
+    drop = r * p_branch + x * q_branch
+    v = v0 - 2.0 * drop @ path
+    v_from = v0 - 2.0 * drop @ path[:, feeder.branch_from]
+    current_sq = (p_branch**2 + q_branch**2) / jnp.maximum(v_from, V_FLOOR)  # MVA^2 per pu
+    loss_branch = r * current_sq
+    loss = jnp.sum(loss_branch)
+    return PowerFlowResult(
+        vm_pu=jnp.sqrt(jnp.maximum(v, 0.0)),
+        p_branch_mw=p_branch,
+        q_branch_mvar=q_branch,
+        loss_branch_mw=loss_branch,
+        loss_mw=loss,
+        p_import_mw=jnp.sum(p) + loss,
+        q_import_mvar=jnp.sum(q) + jnp.sum(x * current_sq),
         converged=jnp.all(v > V_FLOOR),
-        mismatch=jnp.zeros((), dtype),
+        mismatch_pu=jnp.zeros((), dtype),
     )

@@ -13,8 +13,23 @@ from jaxgrid.grid.feeder import Feeder, from_branch_table
 
 _SUPPORTED = {"bus", "line", "switch", "ext_grid", "load", "sgen", "storage", "shunt"}
 _UNSUPPORTED = (
-    "trafo", "trafo3w", "impedance", "gen", "ward", "xward", "dcline", "svc", "tcsc", "ssc",
-    "vsc", "motor", "asymmetric_load", "asymmetric_sgen", "bus_dc", "line_dc", "source_dc",
+    "trafo",
+    "trafo3w",
+    "impedance",
+    "gen",
+    "ward",
+    "xward",
+    "dcline",
+    "svc",
+    "tcsc",
+    "ssc",
+    "vsc",
+    "motor",
+    "asymmetric_load",
+    "asymmetric_sgen",
+    "bus_dc",
+    "line_dc",
+    "source_dc",
     "load_dc",
 )
 
@@ -80,12 +95,20 @@ def from_pandapower(net) -> Feeder:
     r_pu = line["r_ohm_per_km"].to_numpy(float) * length / z_base
     x_pu = line["x_ohm_per_km"].to_numpy(float) * length / z_base
     b_siemens = (
-        2 * math.pi * net.f_hz * line["c_nf_per_km"].to_numpy(float) * 1e-9
-        * line["length_km"].to_numpy(float) * line["parallel"].to_numpy(float)
+        2
+        * math.pi
+        * net.f_hz
+        * line["c_nf_per_km"].to_numpy(float)
+        * 1e-9
+        * line["length_km"].to_numpy(float)
+        * line["parallel"].to_numpy(float)
     )
     rate_mva = (
-        line["max_i_ka"].to_numpy(float) * line["df"].to_numpy(float)
-        * line["parallel"].to_numpy(float) * f_kv * math.sqrt(3)
+        line["max_i_ka"].to_numpy(float)
+        * line["df"].to_numpy(float)
+        * line["parallel"].to_numpy(float)
+        * f_kv
+        * math.sqrt(3)
     )
     bus_switch = switch[(switch["et"] == "b") & switch["closed"].astype(bool)]
     bus_switch = bus_switch[bus_switch["bus"].isin(live_bus) & bus_switch["element"].isin(live_bus)]
@@ -109,8 +132,15 @@ def from_pandapower(net) -> Feeder:
     if "load" in net and len(net.load):
         load = _live(net.load)
         dependent = [
-            c for c in ("const_z_p_percent", "const_z_q_percent", "const_i_p_percent",
-                        "const_i_q_percent", "const_z_percent", "const_i_percent")
+            c
+            for c in (
+                "const_z_p_percent",
+                "const_z_q_percent",
+                "const_i_p_percent",
+                "const_i_q_percent",
+                "const_z_percent",
+                "const_i_percent",
+            )
             if c in load and np.any(load[c].fillna(0).to_numpy(float) != 0)
         ]
         if dependent:
@@ -124,9 +154,10 @@ def from_pandapower(net) -> Feeder:
         shunt = _live(net.shunt)
         shunt = shunt[shunt["bus"].isin(live_bus)]
         rows = [index_of[b] for b in shunt["bus"]]
-        factor = shunt["step"].to_numpy(float) * (
-            shunt["bus"].map(kv_of).to_numpy(float) / shunt["vn_kv"].to_numpy(float)
-        ) ** 2
+        factor = (
+            shunt["step"].to_numpy(float)
+            * (shunt["bus"].map(kv_of).to_numpy(float) / shunt["vn_kv"].to_numpy(float)) ** 2
+        )
         np.add.at(gs, rows, shunt["p_mw"].to_numpy(float) * factor)
         np.add.at(bs, rows, -shunt["q_mvar"].to_numpy(float) * factor)
 
@@ -136,13 +167,19 @@ def from_pandapower(net) -> Feeder:
         limits[name] = np.where(np.isnan(col), default, col)
 
     return from_branch_table(
-        from_bus=np.concatenate([line["from_bus"].to_numpy(np.int64), bus_switch["bus"].to_numpy(np.int64)]),
-        to_bus=np.concatenate([line["to_bus"].to_numpy(np.int64), bus_switch["element"].to_numpy(np.int64)]),
+        from_bus=np.concatenate(
+            [line["from_bus"].to_numpy(np.int64), bus_switch["bus"].to_numpy(np.int64)]
+        ),
+        to_bus=np.concatenate(
+            [line["to_bus"].to_numpy(np.int64), bus_switch["element"].to_numpy(np.int64)]
+        ),
         r_pu=np.concatenate([r_pu, np.zeros(n_sw)]),
         x_pu=np.concatenate([x_pu, np.zeros(n_sw)]),
         b_pu=np.concatenate([b_siemens * z_base, np.zeros(n_sw)]),
         rate_mva=np.concatenate([rate_mva, np.full(n_sw, np.inf)]),
-        branch_ids=np.concatenate([line.index.to_numpy(np.int64), -(bus_switch.index.to_numpy(np.int64) + 1)]),
+        branch_ids=np.concatenate(
+            [line.index.to_numpy(np.int64), -(bus_switch.index.to_numpy(np.int64) + 1)]
+        ),
         base_mva=float(net.sn_mva),
         base_kv=vn_kv,
         bus_ids=bus_ids,
@@ -173,8 +210,12 @@ def to_pandapower(feeder: Feeder, p_mw=None, q_mvar=None, f_hz: float = 50.0):
     net = pp.create_empty_network(sn_mva=base_mva, f_hz=f_hz)
     for i, bus_id in enumerate(bus_ids):
         pp.create_bus(
-            net, vn_kv=base_kv[i], index=int(bus_id), name=str(bus_id),
-            min_vm_pu=float(feeder.vmin_pu[i]), max_vm_pu=float(feeder.vmax_pu[i]),
+            net,
+            vn_kv=base_kv[i],
+            index=int(bus_id),
+            name=str(bus_id),
+            min_vm_pu=float(feeder.vmin_pu[i]),
+            max_vm_pu=float(feeder.vmax_pu[i]),
         )
     pp.create_ext_grid(net, bus=int(bus_ids[int(feeder.slack)]), vm_pu=float(feeder.vm_slack_pu))
     for k in range(feeder.n_branch):
@@ -184,15 +225,23 @@ def to_pandapower(feeder: Feeder, p_mw=None, q_mvar=None, f_hz: float = 50.0):
             z_base = base_kv[f] ** 2 / base_mva
             rate = float(feeder.rate_mva[k])
             pp.create_line_from_parameters(
-                net, from_bus=int(bus_ids[f]), to_bus=int(bus_ids[t]), length_km=1.0,
-                r_ohm_per_km=r * z_base, x_ohm_per_km=x * z_base,
+                net,
+                from_bus=int(bus_ids[f]),
+                to_bus=int(bus_ids[t]),
+                length_km=1.0,
+                r_ohm_per_km=r * z_base,
+                x_ohm_per_km=x * z_base,
                 c_nf_per_km=b / z_base / (2 * math.pi * f_hz) * 1e9,
                 max_i_ka=rate / (math.sqrt(3) * base_kv[f]) if math.isfinite(rate) else 99999.0,
             )
         else:
             pp.create_impedance(
-                net, from_bus=int(bus_ids[f]), to_bus=int(bus_ids[t]),
-                rft_pu=r, xft_pu=x, sn_mva=base_mva,
+                net,
+                from_bus=int(bus_ids[f]),
+                to_bus=int(bus_ids[t]),
+                rft_pu=r,
+                xft_pu=x,
+                sn_mva=base_mva,
             )
     for i, bus_id in enumerate(bus_ids):
         if p_mw[i] != 0 or q_mvar[i] != 0:

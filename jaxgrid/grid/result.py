@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import jax.numpy as jnp
 from flax import struct
 
 from jaxgrid.types import Array
@@ -33,23 +32,3 @@ class PowerFlowResult:
     q_import_mvar: Array
     converged: Array
     mismatch_pu: Array
-
-
-def assemble(feeder, inj, p, q, v, ell, p_import, q_import, converged, mismatch):
-    """A :class:`PowerFlowResult` from branch flows ``p``, ``q`` (pu), squared voltages ``v``
-    and squared branch currents ``ell`` (pu), with the import given in pu."""
-    dtype = inj.dtype
-    base = jnp.asarray(feeder.base_mva, dtype)
-    r = jnp.asarray(feeder.r_pu, dtype)
-    loss_branch = r * ell * base
-    return PowerFlowResult(
-        vm_pu=jnp.sqrt(jnp.maximum(v, 0.0)),
-        p_branch_mw=p * base,
-        q_branch_mvar=q * base,
-        loss_branch_mw=loss_branch,
-        loss_mw=jnp.sum(loss_branch),
-        p_import_mw=p_import * base,
-        q_import_mvar=q_import * base,
-        converged=converged,
-        mismatch_pu=mismatch,
-    )

@@ -132,9 +132,7 @@ def radial_tree(
             for k in closing[:5]
         )
         more = f" and {closing.size - 5} more loops" if closing.size > 5 else ""
-        problems.append(
-            f"meshed: {loops}{more} (take branches out of service to make it radial)"
-        )
+        problems.append(f"meshed: {loops}{more} (take branches out of service to make it radial)")
     if problems:
         raise ValueError("network is not a radial tree: " + "; ".join(problems))
 

@@ -41,7 +41,9 @@ class Scalarisation:
     def create(cls, n_objectives: int, method: str = "weighted_sum", weights=None):
         """A scalarisation by name; default weights are ``1 / n_objectives`` (the mean)."""
         if method not in METHODS:
-            raise ValueError(f"unknown scalarisation method {method!r}; expected one of {list(METHODS)}")
+            raise ValueError(
+                f"unknown scalarisation method {method!r}; expected one of {list(METHODS)}"
+            )
         if weights is None:
             weights = np.full(n_objectives, 1.0 / n_objectives)
         weights = np.asarray(weights, dtype=np.float64)

@@ -130,10 +130,34 @@ def test_two_level_case_features():
     "edit, message",
     [
         (("10	3	0", "10	1	0"), "exactly one slack"),
-        (("30	40	0	0	0	0	0	0	1	0", "30	40	0	0	0	0	0	0	1.05	0"), "off-nominal tap"),
-        (("30	40	0	0	0	0	0	0	1	0", "30	40	0	0	0	0	0	0	1	30"), "phase shift"),
-        (("10	20	1.2	2.1	0.0004	12	0	0	0	0	1", "10	20	1.2	2.1	0.0004	12	0	0	0	0	0"), "disconnected"),
-        (("60	30	1.0	1.0	0	0	0	0	0	0	0", "60	30	1.0	1.0	0	0	0	0	0	0	1"), "meshed"),
+        (
+            (
+                "30	40	0	0	0	0	0	0	1	0",
+                "30	40	0	0	0	0	0	0	1.05	0",
+            ),
+            "off-nominal tap",
+        ),
+        (
+            (
+                "30	40	0	0	0	0	0	0	1	0",
+                "30	40	0	0	0	0	0	0	1	30",
+            ),
+            "phase shift",
+        ),
+        (
+            (
+                "10	20	1.2	2.1	0.0004	12	0	0	0	0	1",
+                "10	20	1.2	2.1	0.0004	12	0	0	0	0	0",
+            ),
+            "disconnected",
+        ),
+        (
+            (
+                "60	30	1.0	1.0	0	0	0	0	0	0	0",
+                "60	30	1.0	1.0	0	0	0	0	0	0	1",
+            ),
+            "meshed",
+        ),
     ],
 )
 def test_unsupported_networks_are_named(tmp_path, edit, message):
@@ -147,9 +171,13 @@ def test_unsupported_networks_are_named(tmp_path, edit, message):
 
 
 def test_generator_away_from_the_slack_is_rejected(tmp_path):
-    text = (DATA / "two_levels.m").read_text().replace(
-        "	10	0	0	10	-10	1.02	100	1	10	0;",
-        "	10	0	0	10	-10	1.02	100	1	10	0;\n	50	0.1	0	1	-1	1.0	100	1	1	0;",
+    text = (
+        (DATA / "two_levels.m")
+        .read_text()
+        .replace(
+            "	10	0	0	10	-10	1.02	100	1	10	0;",
+            "	10	0	0	10	-10	1.02	100	1	10	0;\n	50	0.1	0	1	-1	1.0	100	1	1	0;",
+        )
     )
     path = tmp_path / "gen.m"
     path.write_text(text)

@@ -16,7 +16,9 @@ def assert_matches_ac(net):
     with x64():
         res = distflow(feeder, feeder.p_load_mw, feeder.q_load_mvar, iterations=25)
     assert bool(res.converged)
-    np.testing.assert_allclose(res.vm_pu, net.res_bus.vm_pu.loc[np.asarray(feeder.bus_ids)], atol=1e-6)
+    np.testing.assert_allclose(
+        res.vm_pu, net.res_bus.vm_pu.loc[np.asarray(feeder.bus_ids)], atol=1e-6
+    )
     return feeder
 
 
@@ -85,4 +87,6 @@ def test_round_trip_through_pandapower():
     np.testing.assert_array_equal(back.bus_ids, feeder.bus_ids)
     np.testing.assert_array_equal(back.parent, feeder.parent)
     for field in ("r_pu", "x_pu", "p_load_mw", "q_load_mvar", "vmin_pu", "vmax_pu"):
-        np.testing.assert_allclose(getattr(back, field), getattr(feeder, field), rtol=1e-12, atol=1e-15)
+        np.testing.assert_allclose(
+            getattr(back, field), getattr(feeder, field), rtol=1e-12, atol=1e-15
+        )

@@ -5,16 +5,20 @@ case141 are the bundled MATPOWER files, whose loading is checked against the pub
 AC results below, so a loader error cannot hide behind a shared input.
 """
 
-import numpy as np
-import pytest
-
-from conftest import run_ac, x64
-
 import jax
 import jax.numpy as jnp
+import numpy as np
+import pytest
+from conftest import run_ac, x64
 
 from jaxgrid.grid import (
-    case33bw, case69, case141, distflow, from_pandapower, lindistflow, to_pandapower,
+    case33bw,
+    case69,
+    case141,
+    distflow,
+    from_pandapower,
+    lindistflow,
+    to_pandapower,
     voltage_angles,
 )
 
@@ -29,7 +33,9 @@ PUBLISHED = {
 }
 
 
-SOLVE = jax.jit(distflow, static_argnames="iterations")  # feeder as an argument: one compile per size
+SOLVE = jax.jit(
+    distflow, static_argnames="iterations"
+)  # feeder as an argument: one compile per size
 
 
 def scenario(feeder, name, seed=0):
@@ -51,7 +57,14 @@ def scenario(feeder, name, seed=0):
     raise ValueError(name)
 
 
-SCENARIOS = ["load x0.5", "load x1.0", "load x1.5", "load x2.0", "pv reverse flow", "random injections"]
+SCENARIOS = [
+    "load x0.5",
+    "load x1.0",
+    "load x1.5",
+    "load x2.0",
+    "pv reverse flow",
+    "random injections",
+]
 
 
 def reference(case_name, p, q):
@@ -72,7 +85,9 @@ def line_flows(net, feeder):
     """pandapower's flows into each feeder branch at its upstream end."""
     res = net.res_line.loc[np.asarray(feeder.branch_ids)]
     lines = net.line.loc[np.asarray(feeder.branch_ids)]
-    upstream_is_from = lines.from_bus.to_numpy() == np.asarray(feeder.bus_ids)[np.asarray(feeder.branch_from)]
+    upstream_is_from = (
+        lines.from_bus.to_numpy() == np.asarray(feeder.bus_ids)[np.asarray(feeder.branch_from)]
+    )
     p = np.where(upstream_is_from, res.p_from_mw, res.p_to_mw)
     q = np.where(upstream_is_from, res.q_from_mvar, res.q_to_mvar)
     return p, q
@@ -89,12 +104,16 @@ def test_distflow_matches_pandapower(case_name, name):
         va = voltage_angles(feeder, res)
         assert res.vm_pu.dtype == jnp.float64
     assert bool(res.converged)
-    np.testing.assert_allclose(res.vm_pu, net.res_bus.vm_pu.loc[np.asarray(feeder.bus_ids)], atol=1e-6)
+    np.testing.assert_allclose(
+        res.vm_pu, net.res_bus.vm_pu.loc[np.asarray(feeder.bus_ids)], atol=1e-6
+    )
     np.testing.assert_allclose(va, net.res_bus.va_degree.loc[np.asarray(feeder.bus_ids)], atol=1e-5)
     p_ref, q_ref = line_flows(net, feeder)
     np.testing.assert_allclose(res.p_branch_mw, p_ref, atol=1e-6)
     np.testing.assert_allclose(res.q_branch_mvar, q_ref, atol=1e-6)
-    np.testing.assert_allclose(res.loss_branch_mw, net.res_line.pl_mw.loc[np.asarray(feeder.branch_ids)], atol=1e-7)
+    np.testing.assert_allclose(
+        res.loss_branch_mw, net.res_line.pl_mw.loc[np.asarray(feeder.branch_ids)], atol=1e-7
+    )
     assert float(res.loss_mw) == pytest.approx(net.res_line.pl_mw.sum(), abs=1e-7)
     assert float(res.p_import_mw) == pytest.approx(net.res_ext_grid.p_mw.sum(), abs=1e-6)
     assert float(res.q_import_mvar) == pytest.approx(net.res_ext_grid.q_mvar.sum(), abs=1e-6)
@@ -124,7 +143,12 @@ def test_float32_default_is_close_to_the_float64_solution():
 # leaves losses out; bounds a little above the errors documented in README (the issue
 # asks <= 0.004 at nominal load on case33bw).
 LINDISTFLOW_MAX_ERROR = {
-    "case33bw": {"load x0.5": 0.0008, "load x1.0": 0.0035, "load x1.5": 0.0085, "load x2.0": 0.0175},
+    "case33bw": {
+        "load x0.5": 0.0008,
+        "load x1.0": 0.0035,
+        "load x1.5": 0.0085,
+        "load x2.0": 0.0175,
+    },
     "case69": {"load x0.5": 0.0010, "load x1.0": 0.0045, "load x1.5": 0.0115, "load x2.0": 0.025},
     "case141": {"load x0.5": 0.0006, "load x1.0": 0.0025, "load x1.5": 0.006, "load x2.0": 0.012},
 }

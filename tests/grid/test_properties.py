@@ -29,7 +29,9 @@ def test_power_balance(name):
     feeder = FEEDERS[name]()
 
     @settings(max_examples=25, deadline=None)
-    @given(p_scale=scale_arrays(feeder.n_bus, -1.5, 2.0), q_scale=scale_arrays(feeder.n_bus, -1.5, 2.0))
+    @given(
+        p_scale=scale_arrays(feeder.n_bus, -1.5, 2.0), q_scale=scale_arrays(feeder.n_bus, -1.5, 2.0)
+    )
     def check(p_scale, q_scale):
         p, q = loads(feeder, p_scale, q_scale)
         with x64():
@@ -39,7 +41,11 @@ def test_power_balance(name):
         # reactive losses x I^2 recomputed from the reported flows and voltages
         base = float(feeder.base_mva)
         v_from = np.asarray(res.vm_pu)[np.asarray(feeder.branch_from)] ** 2
-        ell = (np.asarray(res.p_branch_mw) ** 2 + np.asarray(res.q_branch_mvar) ** 2) / base**2 / v_from
+        ell = (
+            (np.asarray(res.p_branch_mw) ** 2 + np.asarray(res.q_branch_mvar) ** 2)
+            / base**2
+            / v_from
+        )
         q_loss = float(np.sum(np.asarray(feeder.x_pu) * ell)) * base
         assert float(res.q_import_mvar) == pytest.approx(q.sum() + q_loss, abs=1e-8)
         assert float(res.loss_mw) >= 0
@@ -55,7 +61,9 @@ def test_consumption_voltage_profile(name):
     child = np.flatnonzero(parent >= 0)
 
     @settings(max_examples=25, deadline=None)
-    @given(p_scale=scale_arrays(feeder.n_bus, 0.0, 2.0), q_scale=scale_arrays(feeder.n_bus, 0.0, 2.0))
+    @given(
+        p_scale=scale_arrays(feeder.n_bus, 0.0, 2.0), q_scale=scale_arrays(feeder.n_bus, 0.0, 2.0)
+    )
     def check(p_scale, q_scale):
         p, q = loads(feeder, p_scale, q_scale)
         with x64():

@@ -34,10 +34,18 @@ def test_slack_need_not_be_the_first_bus():
 
 
 def test_meshed_network_names_the_loop_closing_branch():
-    with pytest.raises(ValueError, match=r"meshed: branch 6 \(2-3\) closes the loop through buses 1, 2, 3"):
+    with pytest.raises(
+        ValueError, match=r"meshed: branch 6 \(2-3\) closes the loop through buses 1, 2, 3"
+    ):
         from_branch_table(
-            from_bus=[1, 2, 3], to_bus=[2, 3, 1], branch_ids=[5, 6, 7], r_pu=0.01, x_pu=0.01,
-            bus_ids=[1, 2, 3], base_mva=1.0, base_kv=10.0,
+            from_bus=[1, 2, 3],
+            to_bus=[2, 3, 1],
+            branch_ids=[5, 6, 7],
+            r_pu=0.01,
+            x_pu=0.01,
+            bus_ids=[1, 2, 3],
+            base_mva=1.0,
+            base_kv=10.0,
         )
 
 
@@ -49,16 +57,27 @@ def test_parallel_branches_are_a_mesh():
 def test_disconnected_network_names_the_islanded_buses():
     with pytest.raises(ValueError, match=r"disconnected: buses 40, 41 cannot be reached"):
         from_branch_table(
-            from_bus=[10, 40], to_bus=[20, 41], r_pu=0.01, x_pu=0.01,
-            bus_ids=[10, 20, 40, 41], base_mva=1.0, base_kv=10.0,
+            from_bus=[10, 40],
+            to_bus=[20, 41],
+            r_pu=0.01,
+            x_pu=0.01,
+            bus_ids=[10, 20, 40, 41],
+            base_mva=1.0,
+            base_kv=10.0,
         )
 
 
 def test_out_of_service_branch_can_disconnect():
     with pytest.raises(ValueError, match="buses 2 cannot be reached"):
         from_branch_table(
-            from_bus=[0, 1], to_bus=[1, 2], in_service=[True, False], r_pu=0.01, x_pu=0.01,
-            n_bus=3, base_mva=1.0, base_kv=10.0,
+            from_bus=[0, 1],
+            to_bus=[1, 2],
+            in_service=[True, False],
+            r_pu=0.01,
+            x_pu=0.01,
+            n_bus=3,
+            base_mva=1.0,
+            base_kv=10.0,
         )
 
 
@@ -93,7 +112,9 @@ def test_empty_or_malformed_networks(kwargs, message):
     ],
 )
 def test_bad_numbers_are_named(field, value, message):
-    kwargs = dict(from_bus=[0], to_bus=[1], r_pu=[0.01], x_pu=[0.01], n_bus=2, base_mva=1.0, base_kv=10.0)
+    kwargs = dict(
+        from_bus=[0], to_bus=[1], r_pu=[0.01], x_pu=[0.01], n_bus=2, base_mva=1.0, base_kv=10.0
+    )
     kwargs[field] = value
     with pytest.raises(ValueError, match=message):
         from_branch_table(**kwargs)

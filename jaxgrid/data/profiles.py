@@ -1,0 +1,57 @@
+"""Time series that drive an environment, and episode sampling by day.
+
+A :class:`Profiles` holds a year (or any number of days) of exogenous series on one
+fixed time step: load multipliers of the feeder's base loads and PV availability (pu of
+peak). Days are split into training and held-out test days, so evaluation runs on days
+the agent never trained on: pass ``params.replace(profiles=profiles.for_testing())``.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import struct
+
+from jaxgrid.types import Array, PRNGKey
+
+
+@struct.dataclass
+class Profiles:
+    """Exogenous series, one row per time step.
+
+    Attributes:
+        load: ``(T, n_load_profiles)`` multiplier of base load (1 = the feeder's base load).
+        pv: ``(T, n_pv_profiles)`` available PV power, pu of the installed peak.
+        days: ``(n_days,)`` int32 days episodes start on (the training days by default).
+        held_out: ``(n_held_out,)`` int32 days kept for evaluation.
+    """
+
+    load: Array
+    pv: Array
+    days: Array
+    held_out: Array
+
+    @property
+    def n_steps(self) -> int:
+        return self.load.shape[-2]
+
+    def for_testing(self) -> Profiles:
+        """The same series with episodes drawn from the held-out days."""
+        return self.replace(days=self.held_out, held_out=self.days)
+
+
+def split_days(n_days: int, every: int = 5) -> tuple[np.ndarray, np.ndarray]:
+    """Hold out every ``every``-th day (days ``every-1, 2*every-1, ...``) across the year.
+
+    Spreading held-out days over the year keeps every season in both sets.
+    """
+    days = np.arange(n_days, dtype=np.int32)
+    test = days % every == every - 1
+    return days[~test], days[test]
+
+
+def sample_start(key: PRNGKey, days: Array, steps_per_day: int) -> Array:
+    """First time step of an episode starting on a day drawn uniformly from ``days``."""
+    day = jax.random.choice(key, days)
+    return (day * steps_per_day).astype(jnp.int32)

@@ -1,0 +1,32 @@
+"""Observation zones: the buses each PV agent sees.
+
+Each bus belongs to the zone of the PV nearest to it along the feeder (fewest branches;
+ties go to the lower PV index), a Voronoi partition of the tree, so every bus is watched
+by exactly one agent and an agent sees its own neighbourhood.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from jaxgrid.grid.feeder import Feeder
+
+
+def tree_distances(feeder: Feeder) -> np.ndarray:
+    """``(n_bus, n_bus)`` number of branches between every pair of buses."""
+    path = np.asarray(feeder.path)
+    depth = path.sum(axis=0)
+    return depth[:, None] + depth[None, :] - 2 * (path.T @ path)
+
+
+def voronoi_zones(feeder: Feeder, pv_bus: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(zone_buses, zone_mask)``, ``(n_pv, zone_size)``: zone members padded with the PV's bus."""
+    pv_bus = np.asarray(pv_bus)
+    nearest = np.argmin(tree_distances(feeder)[:, pv_bus], axis=1)
+    members = [np.flatnonzero(nearest == i) for i in range(len(pv_bus))]
+    size = max(len(m) for m in members)
+    zone_buses = np.array(
+        [np.pad(m, (0, size - len(m)), constant_values=pv_bus[i]) for i, m in enumerate(members)]
+    )
+    zone_mask = np.array([np.arange(size) < len(m) for m in members])
+    return zone_buses.astype(np.int32), zone_mask
