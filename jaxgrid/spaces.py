@@ -126,52 +126,15 @@ class Box(Space):
         return f"Box(low={self.low}, high={self.high}, shape={self.shape}, dtype={self.dtype})"
 
 
-class Discrete(Space):
-    """Integers ``0 .. n-1``; with ``shape``, an array of independent such choices."""
-
-    def __init__(self, n: int, shape: tuple[int, ...] = (), dtype=jnp.int32):
-        if int(n) < 1:
-            raise ValueError(f"Discrete needs n >= 1, got {n}")
-        self.n = int(n)
-        self.shape = tuple(int(s) for s in shape)
-        self.dtype = jnp.dtype(dtype)
-
-    def distribution(self, mask: Any = None) -> distrax.Distribution:
-        logits = jnp.zeros(self.shape + (self.n,))
-        if mask is not None:
-            logits = jnp.where(jnp.broadcast_to(mask, logits.shape), logits, _MASKED_LOGIT)
-        return distrax.Independent(
-            distrax.Categorical(logits=logits, dtype=self.dtype), len(self.shape)
-        )
-
-    def contains(self, x: Any) -> Array:
-        if not self._same_structure(x):
-            return jnp.asarray(False)
-        return jnp.all((x >= 0) & (x < self.n))
-
-    def project(self, x: Array) -> tuple[Array, Array, Array]:
-        x = jnp.asarray(x)
-        if jnp.issubdtype(x.dtype, jnp.floating):
-            nonfinite = ~jnp.isfinite(x)
-            x = jnp.where(nonfinite, 0, jnp.round(jnp.clip(x, -1, self.n)))
-        else:
-            nonfinite = jnp.zeros(x.shape, bool)
-        clipped = ((x < 0) | (x > self.n - 1)) & ~nonfinite
-        return jnp.clip(x, 0, self.n - 1).astype(self.dtype), clipped, nonfinite
-
-    def __repr__(self) -> str:
-        return f"Discrete(n={self.n}, shape={self.shape}, dtype={self.dtype})"
-
-
 class MultiDiscrete(Space):
     """An array of choices where entry ``i`` takes values ``0 .. nvec[i]-1``."""
 
     def __init__(self, nvec: Any, dtype=jnp.int32):
         nvec = np.asarray(nvec, dtype=np.int64)
-        if nvec.size == 0 or np.any(nvec < 1):
+        if np.any(nvec < 1):
             raise ValueError(f"MultiDiscrete needs every nvec >= 1, got {nvec.tolist()}")
         self.nvec = nvec
-        self.shape = nvec.shape
+        self.shape = tuple(nvec.shape)
         self.dtype = jnp.dtype(dtype)
 
     def distribution(self, mask: Any = None) -> distrax.Distribution:
@@ -202,6 +165,19 @@ class MultiDiscrete(Space):
 
     def __repr__(self) -> str:
         return f"MultiDiscrete(nvec={self.nvec.tolist()}, dtype={self.dtype})"
+
+
+class Discrete(MultiDiscrete):
+    """Integers ``0 .. n-1``; with ``shape``, an array of independent such choices."""
+
+    def __init__(self, n: int, shape: tuple[int, ...] = (), dtype=jnp.int32):
+        if int(n) < 1:
+            raise ValueError(f"Discrete needs n >= 1, got {n}")
+        super().__init__(np.full(tuple(int(s) for s in shape), int(n)), dtype)
+        self.n = int(n)
+
+    def __repr__(self) -> str:
+        return f"Discrete(n={self.n}, shape={self.shape}, dtype={self.dtype})"
 
 
 class Dict(Space):
