@@ -183,3 +183,40 @@ def test_generator_away_from_the_slack_is_rejected(tmp_path):
     path.write_text(text)
     with pytest.raises(ValueError, match=r"generators at buses \[50\]"):
         from_matpower(path)
+
+
+def test_two_level_case_matches_pandapower_from_ppc():
+    """An independent conversion (pandapower's from_ppc, which models the 20/0.4 kV branch as
+    an impedance element) solved by Newton-Raphson agrees with DistFlow: voltages, angles,
+    and the import with shunt, line charging and a negative load."""
+    from conftest import run_ac, x64
+    from pandapower.converter.pypower import from_ppc
+
+    from jaxgrid.grid import distflow, voltage_angles
+
+    mpc = load_case(DATA / "two_levels.m")
+
+    def pad(a, n):
+        a = np.atleast_2d(a)
+        return np.hstack([a, np.zeros((a.shape[0], n - a.shape[1]))])
+
+    ppc = {
+        "version": "2",
+        "baseMVA": float(mpc["baseMVA"]),
+        "bus": pad(mpc["bus"], 13),
+        "branch": pad(mpc["branch"], 13),
+        "gen": pad(mpc["gen"], 21),
+    }
+    net = run_ac(from_ppc(ppc, f_hz=50, validate_conversion=False))
+    feeder = from_matpower(DATA / "two_levels.m")
+    with x64():
+        res = distflow(feeder, feeder.p_load_mw, feeder.q_load_mvar, iterations=30)
+        va = np.asarray(voltage_angles(feeder, res))
+        assert bool(res.converged)
+        vm = np.asarray(res.vm_pu)
+        p_import, q_import = float(res.p_import_mw), float(res.q_import_mvar)
+    ids = np.asarray(feeder.bus_ids)
+    np.testing.assert_allclose(vm, net.res_bus.vm_pu.loc[ids], atol=1e-6)
+    np.testing.assert_allclose(va, net.res_bus.va_degree.loc[ids], atol=1e-5)
+    assert p_import == pytest.approx(net.res_ext_grid.p_mw.sum(), abs=1e-6)
+    assert q_import == pytest.approx(net.res_ext_grid.q_mvar.sum(), abs=1e-6)
