@@ -5,12 +5,13 @@ It checks the environment contract (``jaxgrid.env``) end to end:
 1. metadata and output structure: agent names, reward/objective/cost shapes, info keys,
    ``world_state``, state shapes and dtypes that never change;
 2. jitted ``reset``/``step`` trace once (``chex.assert_max_traces``);
-3. the same key gives a bit-identical trajectory, even from a fresh trace (catching
-   randomness drawn outside the key at trace time);
+3. the same key gives a bit-identical trajectory, and two fresh traces give the same
+   program (catching randomness drawn outside the key at trace time);
 4. every observation lies in the observation space;
 5. auto-reset: ``step`` equals ``step_env`` then ``reset_env`` with the documented key
    split, ``info["final_observation"]`` is the pre-reset observation, and an episode is
-   truncated exactly at ``env.horizon`` unless it terminated first;
+   truncated exactly at ``env.horizon`` unless it terminated first (one rollout runs a
+   whole episode when the horizon is longer than ``num_steps``);
 6. no NaN/inf in state, observation, reward, reward vector or costs over ``num_steps``
    steps of random, extreme (+-1e9) and non-finite (NaN/inf) actions, and the sanitising
    counters see them;
@@ -55,30 +56,41 @@ def check_env(
     k_trace, k_roll, k_vmap = jax.random.split(key, 3)
     _check_traces_once(env, params, k_trace, fail)
 
-    length = num_steps
-    if env.horizon + 1 <= MAX_TRUNCATION_CHECK:
-        length = max(num_steps, env.horizon + 1)
-    rollout = _make_rollout(env, length)
-    runs = {}
+    # every check runs num_steps steps; one more run goes through a whole episode (when
+    # the horizon is longer) so that truncation at the horizon is seen
+    rollout = jax.jit(_make_rollout(env, num_steps))
     for kind_index, kind in enumerate(ACTION_KINDS):
-        out = jax.jit(rollout)(k_roll, params, kind_index)
-        runs[kind] = jax.device_get(out)
-        _check_run(env, params, runs[kind], kind, length, fail)
+        run = jax.device_get(rollout(k_roll, params, kind_index))
+        _check_run(env, params, run, kind, num_steps, fail)
+        if kind == "random":
+            first = run
+    if num_steps <= env.horizon < MAX_TRUNCATION_CHECK:
+        episode = jax.device_get(jax.jit(_make_rollout(env, env.horizon + 1))(k_roll, params, 0))
+        _check_run(env, params, episode, "random", env.horizon + 1, fail)
 
-    again = jax.device_get(jax.jit(_make_rollout(env, length))(k_roll, params, 0))
-    if not _tree_equal(runs["random"], again, exact=True):
-        fail(
-            "the same key gave a different trajectory from a fresh trace "
-            "(randomness drawn outside the key?)"
-        )
+    if not _tree_equal(first, jax.device_get(rollout(k_roll, params, 0)), exact=True):
+        fail("the same key gave a different trajectory")
+    if not _same_program(_make_rollout(env, 2), (k_roll, params, 0)):
+        fail("two traces of the same rollout differ (randomness drawn outside the key?)")
 
     keys = jax.random.split(k_vmap, num_envs)
-    single = jax.jit(rollout)
     batched = jax.device_get(jax.jit(jax.vmap(rollout, in_axes=(0, None, None)))(keys, params, 0))
     for i in range(num_envs):
-        one = jax.device_get(single(keys[i], params, 0))
+        one = jax.device_get(rollout(keys[i], params, 0))
         if not _tree_equal(jax.tree_util.tree_map(lambda x, i=i: x[i], batched), one, exact=False):
             fail(f"vmap over {num_envs} envs differs from a Python loop at env {i}")
+
+
+def _same_program(fn, args) -> bool:
+    """Whether two fresh traces of ``fn`` give the same program and constants.
+
+    A pure environment traces to the same jaxpr every time; one that draws from NumPy
+    or Python randomness while tracing bakes different constants into each trace.
+    """
+    a, b = jax.make_jaxpr(fn)(*args), jax.make_jaxpr(fn)(*args)
+    if str(a.jaxpr) != str(b.jaxpr) or len(a.consts) != len(b.consts):
+        return False
+    return all(_tree_equal(x, y, exact=True) for x, y in zip(a.consts, b.consts))
 
 
 def _fail(env: Environment, message: str):

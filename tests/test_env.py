@@ -22,7 +22,7 @@ def test_check_env_passes_on_a_correct_env():
     [
         (toy_envs.DtypeDrift, r"leaf \.time is float32\[\] after a step but int32\[\] after reset"),
         # baked-in constants differ between traces (and between the two resets of one trace)
-        (toy_envs.TraceTimeRandomness, "fresh trace|step differs from step_env"),
+        (toy_envs.TraceTimeRandomness, "two traces|step differs from step_env"),
         (toy_envs.GoesNaN, "NaN or inf"),
         (toy_envs.ObsOutOfSpace, "outside the observation space"),
         (toy_envs.LateTruncation, "truncation not exactly at the horizon"),

@@ -1,5 +1,5 @@
 """The environments; importing this package registers them."""
 
-from jaxgrid.envs import voltage
+from jaxgrid.envs import smartgrid, voltage
 
-__all__ = ["voltage"]
+__all__ = ["smartgrid", "voltage"]

@@ -1,5 +1,5 @@
 """Reward objectives, their scalarisation and constraint costs."""
 
-from jaxgrid.rewards.scalarise import MIN, PRODUCT, WEIGHTED_SUM, Scalarisation, scalarise
+from jaxgrid.rewards.scalarise import MIN, PRODUCT, SINGLE, WEIGHTED_SUM, Scalarisation, scalarise
 
-__all__ = ["MIN", "PRODUCT", "WEIGHTED_SUM", "Scalarisation", "scalarise"]
+__all__ = ["MIN", "PRODUCT", "SINGLE", "WEIGHTED_SUM", "Scalarisation", "scalarise"]

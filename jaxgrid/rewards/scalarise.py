@@ -9,7 +9,8 @@ Methods, after the reward aggregators of EthicalSmartGrid:
 
 - ``WEIGHTED_SUM``: ``sum_i w_i r_i`` over active objectives (one-hot ``w`` = a single objective);
 - ``MIN``: ``min_i r_i`` over active objectives with ``w_i != 0``;
-- ``PRODUCT``: ``prod_i r_i`` over active objectives with ``w_i != 0`` (meant for rewards in [0, 1]).
+- ``PRODUCT``: ``prod_i r_i`` over active objectives with ``w_i != 0`` (meant for rewards in [0, 1]);
+- ``SINGLE``: the first active objective with ``w_i != 0``, unweighted.
 """
 
 from __future__ import annotations
@@ -20,8 +21,8 @@ from flax import struct
 
 from jaxgrid.types import Array
 
-WEIGHTED_SUM, MIN, PRODUCT = 0, 1, 2
-METHODS = {"weighted_sum": WEIGHTED_SUM, "min": MIN, "product": PRODUCT}
+WEIGHTED_SUM, MIN, PRODUCT, SINGLE = 0, 1, 2, 3
+METHODS = {"weighted_sum": WEIGHTED_SUM, "min": MIN, "product": PRODUCT, "single": SINGLE}
 
 
 @struct.dataclass
@@ -29,9 +30,9 @@ class Scalarisation:
     """How a reward vector becomes a scalar reward.
 
     Attributes:
-        method: ``WEIGHTED_SUM``, ``MIN`` or ``PRODUCT`` (int32 scalar).
-        weights: ``(n_objectives,)`` weights of the weighted sum; for ``MIN`` and
-            ``PRODUCT`` a non-zero weight selects the objective.
+        method: ``WEIGHTED_SUM``, ``MIN``, ``PRODUCT`` or ``SINGLE`` (int32 scalar).
+        weights: ``(n_objectives,)`` weights of the weighted sum; for the other methods a
+            non-zero weight selects the objective.
     """
 
     method: Array
@@ -64,7 +65,11 @@ def scalarise(reward_vector: Array, objective_mask: Array, scalarisation: Scalar
     weighted_sum = jnp.sum(jnp.where(objective_mask, w * reward_vector, 0.0), axis=-1)
     worst = jnp.min(jnp.where(selected, reward_vector, jnp.inf), axis=-1)
     product = jnp.prod(jnp.where(selected, reward_vector, 1.0), axis=-1)
+    first = jnp.take_along_axis(reward_vector, jnp.argmax(selected, axis=-1)[..., None], axis=-1)
     worst = jnp.where(any_selected, worst, 0.0)
     product = jnp.where(any_selected, product, 0.0)
+    first = jnp.where(any_selected, first[..., 0], 0.0)
     method = jnp.asarray(scalarisation.method)
-    return jnp.select([method == MIN, method == PRODUCT], [worst, product], weighted_sum)
+    return jnp.select(
+        [method == MIN, method == PRODUCT, method == SINGLE], [worst, product, first], weighted_sum
+    )
