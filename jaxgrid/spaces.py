@@ -118,9 +118,8 @@ class Box(Space):
         low, high = self._bounds()
         x = jnp.asarray(x, self.dtype)
         nonfinite = ~jnp.isfinite(x)
-        x = jnp.where(nonfinite, jnp.zeros_like(x), x)
-        clipped = ((x < low) | (x > high)) & ~nonfinite
-        return jnp.clip(x, low, high), clipped, nonfinite
+        inside = jnp.clip(jnp.where(nonfinite, 0.0, x), low, high)
+        return inside, (inside != x) & ~nonfinite, nonfinite
 
     def __repr__(self) -> str:
         return f"Box(low={self.low}, high={self.high}, shape={self.shape}, dtype={self.dtype})"

@@ -125,3 +125,21 @@ def test_world_state_defaults_to_all_observations():
     params = env.default_params()
     obs, state = env.reset(KEY, params)
     np.testing.assert_array_equal(env.world_state(state, params), obs.ravel())
+
+
+def test_step_batch_equals_vmapped_step():
+    env = toy_envs.Tanks(num_agents=2, horizon=3)
+    params = env.default_params()
+    keys = jax.random.split(KEY, 5)
+    _, states = jax.vmap(env.reset, in_axes=(0, None))(keys, params)
+    batch = jax.jit(env.step_batch)
+    vmapped = jax.jit(jax.vmap(env.step, in_axes=(0, 0, 0, None)))
+    for t in range(7):  # episodes end at t = 2 and 5
+        keys = jax.random.split(jax.random.fold_in(KEY, t), 5)
+        actions = jax.random.uniform(keys[0], (5, 2, 1), minval=-0.3, maxval=0.3)
+        a = batch(keys, states, actions, params)
+        b = vmapped(keys, states, actions, params)
+        for x, y in zip(jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b), strict=True):
+            np.testing.assert_array_equal(x, y)
+        states = a[1]
+    assert int(states.time[0]) == 1  # reset after the second episode, then one step

@@ -50,7 +50,7 @@ def _decrease(quantity, amount, lower):
 
 
 def enact(state: ProsumerState, action: Array, capacity: Array) -> tuple[ProsumerState, Array]:
-    """Turn intended actions ``(n, 6)`` into enacted ones and update battery and payoff.
+    """Turn intended actions ``(6, n)`` into enacted ones ``(6, n)``; update battery and payoff.
 
     Order and rules (EthicalSmartGrid ``Agent.handle_action``): (1) buy: the price
     ``ceil(0.1 * buy)`` is paid as far as the payoff floor allows, and ``floor(paid / 0.1)``
@@ -61,19 +61,19 @@ def enact(state: ProsumerState, action: Array, capacity: Array) -> tuple[Prosume
     brought back by consuming the excess (added to the storage consumption).
     """
     storage = state.storage
-    price = jnp.ceil(PRICE_RATE * action[:, BUY])
+    price = jnp.ceil(PRICE_RATE * action[BUY])
     payoff, paid = _decrease(state.payoff, price, PAYOFF_MIN)
     bought = jnp.floor(paid / PRICE_RATE)
     level = storage + bought
-    level = level + action[:, STORE]
-    level, sold = _decrease(level, action[:, SELL], 0.0)
+    level = level + action[STORE]
+    level, sold = _decrease(level, action[SELL], 0.0)
     payoff = jnp.minimum(payoff + jnp.floor(PRICE_RATE * sold), PAYOFF_MAX)
-    level, consumed = _decrease(level, action[:, STORAGE], 0.0)
-    level, given = _decrease(level, action[:, GIVE], 0.0)
+    level, consumed = _decrease(level, action[STORAGE], 0.0)
+    level, given = _decrease(level, action[GIVE], 0.0)
     overflow = level > capacity
     consumed = jnp.where(overflow, consumed + (level - capacity), consumed)
     level = jnp.where(overflow, capacity, level)
-    enacted = jnp.stack([action[:, GRID], consumed, action[:, STORE], given, bought, sold], axis=1)
+    enacted = jnp.stack([action[GRID], consumed, action[STORE], given, bought, sold])
     new_state = state.replace(storage=level, previous_storage=storage, payoff=payoff)
     return new_state, enacted
 
@@ -93,13 +93,13 @@ def update(
     capacity: Array,
     comfort_params: Array,
 ) -> ProsumerState:
-    """Judge the comfort of the enacted consumption against the previous need, then take
+    """Judge the comfort of the enacted consumption ``(6, n)`` against the previous need, then take
     the new ``need`` and ``production`` (Wh) and charge the production (capped at capacity).
 
     ``comfort_params`` ``(n, 4)``: each building's Richards curve ``(q, b, v, m)``.
     """
     q, b, v, m = (comfort_params[:, i] for i in range(4))
-    comfort = richard_comfort(enacted[:, GRID] + enacted[:, STORAGE], state.need, q, b, v, m)
+    comfort = richard_comfort(enacted[GRID] + enacted[STORAGE], state.need, q, b, v, m)
     return state.replace(
         comfort=comfort,
         need=need,

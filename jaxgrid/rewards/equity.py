@@ -20,17 +20,16 @@ def hoover(values: Array) -> Array:
 def hoover_without_each(values: Array) -> Array:
     """``out[..., j]`` = Hoover index of ``values`` without entry ``j`` ``(..., n)``.
 
-    Computed as fused elementwise terms over an ``n x n`` table (no gathers), exactly:
-    the mean of the others is ``(S - x_j) / (n - 1)`` and entry ``j`` is masked out.
-    For ``n = 1`` the others are empty and the index is 0.
+    Computed as fused elementwise terms over an ``n x n`` table (no gathers). With the
+    others' mean ``m_j = (S - x_j) / (n - 1)``, their deviations sum to zero, so
+    ``sum_{i != j} |x_i - m_j| = 2 sum_{i != j} max(x_i - m_j, 0)``. For ``n = 1`` the
+    others are empty and the index is 0.
     """
     n = values.shape[-1]
     if n == 1:
         return jnp.zeros_like(values)
-    total = jnp.sum(values, axis=-1, keepdims=True)
-    others_sum = total - values  # (..., n)
+    others_sum = jnp.sum(values, axis=-1, keepdims=True) - values  # (..., n)
     others_mean = others_sum / (n - 1)
-    deviation = jnp.abs(values[..., None, :] - others_mean[..., :, None])  # [.., j, i]
-    off_diagonal = ~jnp.eye(n, dtype=bool)
-    spread = jnp.sum(jnp.where(off_diagonal, deviation, 0.0), axis=-1)
+    above = jnp.maximum(values[..., None, :] - others_mean[..., :, None], 0.0)  # [.., j, i]
+    spread = 2.0 * (jnp.sum(above, axis=-1) - jnp.maximum(values - others_mean, 0.0))
     return div_tiny(spread, 2.0 * others_sum)

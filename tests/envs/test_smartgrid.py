@@ -8,7 +8,7 @@ import pytest
 import jaxgrid
 from jaxgrid.devices import prosumer
 from jaxgrid.envs.smartgrid import OBJECTIVES, OBSERVATION_FIELDS, make_smartgrid
-from jaxgrid.envs.smartgrid.observation import median
+from jaxgrid.numerics import median, sort_last_axis
 from jaxgrid.rewards.equity import hoover, hoover_without_each
 from jaxgrid.testing import check_env
 
@@ -40,11 +40,11 @@ def test_enact_follows_the_peer_order_by_hand():
     # consume 100 from the battery, give 300, consume 70 from the grid
     state = prosumer.ProsumerState(*(jnp.array([v], jnp.float32) for v in (400, 0, 0, 0, 0, 3)))
     action = jnp.array([[70.0, 100.0, 50.0, 300.0, 95.0, 120.0]])
-    new, enacted = prosumer.enact(state, action, jnp.array([500.0]))
+    new, enacted = prosumer.enact(state, action.T, jnp.array([500.0]))
     # buy: price ceil(9.5) = 10 but only 3 + 10000 ... the payoff floor is -10000, so 10 is paid
     # and floor(10 / 0.1) = 100 Wh arrive: 400 + 100 + 50 = 550; sell 120 -> 430, +12 payoff;
     # consume 100 -> 330; give 300 -> 30; no overflow
-    np.testing.assert_allclose(enacted[0], [70, 100, 50, 300, 100, 120])
+    np.testing.assert_allclose(enacted[:, 0], [70, 100, 50, 300, 100, 120])
     assert float(new.storage[0]) == 30 and float(new.payoff[0]) == 3 - 10 + 12
     assert float(new.previous_storage[0]) == 400
 
@@ -54,12 +54,14 @@ def test_enact_limits_and_overflow_by_hand():
     # storing beyond capacity is consumed
     state = prosumer.ProsumerState(*(jnp.array([v], jnp.float32) for v in (50, 0, 0, 0, 0, -10000)))
     action = jnp.array([[0.0, 0.0, 1000.0, 0.0, 500.0, 0.0]])
-    new, enacted = prosumer.enact(state, action, jnp.array([500.0]))
-    np.testing.assert_allclose(enacted[0], [0, 550, 1000, 0, 0, 0])  # 1050 - 500 overflow consumed
+    new, enacted = prosumer.enact(state, action.T, jnp.array([500.0]))
+    np.testing.assert_allclose(
+        enacted[:, 0], [0, 550, 1000, 0, 0, 0]
+    )  # 1050 - 500 overflow consumed
     assert float(new.storage[0]) == 500
     state = state.replace(payoff=jnp.array([9999.0]))
-    new, enacted = prosumer.enact(state, jnp.array([[0, 0, 0, 0, 0, 800.0]]), jnp.array([500.0]))
-    assert float(enacted[0, 5]) == 50 and float(new.payoff[0]) == 10000  # 9999 + 5, capped
+    new, enacted = prosumer.enact(state, jnp.array([[0, 0, 0, 0, 0, 800.0]]).T, jnp.array([500.0]))
+    assert float(enacted[5, 0]) == 50 and float(new.payoff[0]) == 10000  # 9999 + 5, capped
 
 
 def test_comfort_curves_match_the_richards_formula():
@@ -86,10 +88,11 @@ def test_equity_helpers_by_hand():
     assert float(hoover(jnp.zeros(3))) == 0.0
 
 
-@pytest.mark.parametrize("n", [1, 2, 5, 26, 27])
-def test_median_by_ranks_equals_numpy(n):
+@pytest.mark.parametrize("n", [1, 2, 3, 5, 26, 27, 100])
+def test_sorting_network_and_median_equal_numpy(n):
     values = jax.random.uniform(jax.random.PRNGKey(n), (50, n))
     values = values.at[:, : n // 2].set(values[:, :1])  # ties
+    np.testing.assert_array_equal(sort_last_axis(values), np.sort(np.asarray(values), axis=1))
     np.testing.assert_allclose(median(values), np.median(np.asarray(values), axis=1), rtol=1e-6)
 
 

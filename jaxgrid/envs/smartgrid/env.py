@@ -113,19 +113,19 @@ class SmartGrid(Environment):
 
     def world_state(self, state: SmartgridState, params: SmartgridParams):
         """The global measures followed by every agent's local measures."""
-        return jnp.concatenate(
-            [global_observation(state, params), local_observation(state, params).ravel()]
-        )
+        return jnp.concatenate([state.measures, local_observation(state, params).ravel()])
 
     # -- the model -------------------------------------------------------------------
 
     def reset_env(self, key, params: SmartgridParams):
-        k_production, k_energy = jax.random.split(key)
+        # the episode's productions and its first pool are both hashed from the reset key
+        # (different counters), which spares a threefry split per reset
+        k_production = k_energy = key
         dtype = float_dtype()
         n = self.num_agents
         zeros = jnp.zeros(n, dtype)
         idle = prosumer.ProsumerState(zeros, zeros, zeros, zeros, zeros, zeros)
-        enacted = jnp.zeros((n, 6), dtype)
+        enacted = jnp.zeros((6, n), dtype)
         t = jnp.zeros((), jnp.int32)
         buildings = self._advance(idle, enacted, k_production, t, params)
         state = SmartgridState(
@@ -135,12 +135,14 @@ class SmartGrid(Environment):
             available_energy=self._pool(k_energy, buildings, t, params),
             production_key=k_production,
             ratio_max=jnp.zeros((), dtype),
+            measures=jnp.zeros(len(GLOBAL_FIELDS), dtype),
         )
+        state = state.replace(measures=global_observation(state, params))
         return self.observe(state, params), state
 
     def transition(self, key, state: SmartgridState, action, params: SmartgridParams) -> Transition:
         capacity = params.capacity.astype(action.dtype)
-        buildings, enacted = prosumer.enact(state.buildings, action, capacity)
+        buildings, enacted = prosumer.enact(state.buildings, action.T, capacity)
         t = state.time + 1
         buildings = self._advance(buildings, enacted, state.production_key, t, params)
         new_state = state.replace(
@@ -149,8 +151,10 @@ class SmartGrid(Environment):
             enacted=enacted,
             available_energy=self._pool(key, buildings, t, params),
         )
-        reward_vector, mask, ratio_max = self._objectives(new_state, params)
-        new_state = new_state.replace(ratio_max=ratio_max)
+        reward_vector, mask, ratio_max = self.evaluate_objectives(new_state, params)
+        new_state = new_state.replace(
+            ratio_max=ratio_max, measures=global_observation(new_state, params)
+        )
         n = self.num_agents
         return Transition(
             obs=self.observe(new_state, params),
@@ -161,7 +165,7 @@ class SmartGrid(Environment):
             truncated=t >= self.horizon,
             objective_mask=mask,
             info={
-                "enacted_action": enacted,
+                "enacted_action": enacted.T,
                 "available_energy": new_state.available_energy,
                 "payoff": buildings.payoff,
             },
@@ -185,8 +189,9 @@ class SmartGrid(Environment):
             key, params.generator, jnp.sum(buildings.need), t, params.max_need.astype(dtype), dtype
         )
 
-    def _objectives(self, state: SmartgridState, params: SmartgridParams):
-        """Reward vector ``(n, n_obj)``, activity mask, and the updated ``ratio`` maximum."""
+    def evaluate_objectives(self, state: SmartgridState, params: SmartgridParams):
+        """Objective values of a post-step ``state``: reward vector ``(n, n_obj)``, activity
+        mask ``(n, n_obj)`` and the updated ``ratio`` maximum."""
         judged = Judged(state, params)
         sched = params.schedule
         t = state.time

@@ -58,20 +58,15 @@ def situation(state: SmartgridState, params: SmartgridParams) -> Situation:
         self_comfort=b.comfort,
         global_energy=jnp.broadcast_to(state.available_energy, (n,)),
         is_school=params.is_school,
-        give_energy=e[:, GIVE],
+        give_energy=e[GIVE],
         storage=b.storage,
-        buy=e[:, BUY],
+        buy=e[BUY],
         payoff=b.payoff,
         self_need=b.need,
-        storage_consumption=e[:, STORAGE],
-        consumption=e[:, GRID] + e[:, STORAGE],
+        storage_consumption=e[STORAGE],
+        consumption=e[GRID] + e[STORAGE],
         storage_capacity=params.capacity.astype(dtype),
-        delta_store=e[:, STORE]
-        + e[:, BUY]
-        + b.production
-        - e[:, SELL]
-        - e[:, STORAGE]
-        - e[:, GIVE],
+        delta_store=e[STORE] + e[BUY] + b.production - e[SELL] - e[STORAGE] - e[GIVE],
     )
 
 

@@ -10,7 +10,7 @@ import jax.numpy as jnp
 
 from jaxgrid.devices.prosumer import BUY, GIVE, GRID, PAYOFF_MAX, PAYOFF_MIN, SELL, STORAGE, STORE
 from jaxgrid.envs.smartgrid.types import SmartgridParams, SmartgridState
-from jaxgrid.numerics import div_tiny, interp_unit
+from jaxgrid.numerics import div_tiny, interp_unit, median
 from jaxgrid.rewards.equity import hoover
 from jaxgrid.types import Array
 
@@ -26,23 +26,6 @@ GLOBAL_FIELDS = (
     "over_consumption",
 )
 OBSERVATION_FIELDS = LOCAL_FIELDS + GLOBAL_FIELDS
-
-
-def median(values: Array) -> Array:
-    """Exact median over the last axis by ranks (no sort): cheap for tens of agents.
-
-    Rank ``i`` = how many values are smaller, ties broken by position, so ranks are a
-    permutation of ``0..n-1``; the median is the middle rank (mean of the two middle
-    ones for even ``n``), as ``np.median`` computes it.
-    """
-    n = values.shape[-1]
-    x_i = values[..., :, None]
-    x_j = values[..., None, :]
-    earlier = jnp.tril(jnp.ones((n, n), bool), k=-1)  # [i, j]: j before i
-    rank = jnp.sum((x_j < x_i) | ((x_j == x_i) & earlier), axis=-1)
-    lower = jnp.sum(jnp.where(rank == (n - 1) // 2, values, 0.0), axis=-1)
-    upper = jnp.sum(jnp.where(rank == n // 2, values, 0.0), axis=-1)
-    return (lower + upper) * 0.5
 
 
 def local_observation(state: SmartgridState, params: SmartgridParams) -> Array:
@@ -74,11 +57,11 @@ def global_observation(state: SmartgridState, params: SmartgridParams) -> Array:
     e = state.enacted
     comfort = state.buildings.comfort
     dtype = comfort.dtype
-    sum_taken = jnp.sum(e[:, GRID] + e[:, STORE])
-    sum_given = jnp.sum(e[:, GIVE])
-    sum_transactions = jnp.sum(e[:, BUY] + e[:, SELL])
-    sum_consumed = jnp.sum(e[:, GRID] + e[:, STORAGE])
-    sum_stored = jnp.sum(e[:, STORE])
+    sum_taken = jnp.sum(e[GRID] + e[STORE])
+    sum_given = jnp.sum(e[GIVE])
+    sum_transactions = jnp.sum(e[BUY] + e[SELL])
+    sum_consumed = jnp.sum(e[GRID] + e[STORAGE])
+    sum_stored = jnp.sum(e[STORE])
     pool = state.available_energy
     bounds = params.generator.bounds.astype(dtype)
     over = div_tiny(jnp.maximum(0.0, sum_taken - sum_given - pool), sum_taken)
@@ -104,7 +87,8 @@ def global_observation(state: SmartgridState, params: SmartgridParams) -> Array:
 
 
 def observe(state: SmartgridState, params: SmartgridParams) -> Array:
-    """The stacked observation ``(n, 11)`` in :data:`OBSERVATION_FIELDS` order."""
+    """The stacked observation ``(n, 11)`` in :data:`OBSERVATION_FIELDS` order (the global
+    part read from ``state.measures``)."""
     local = local_observation(state, params)
-    shared = jnp.broadcast_to(global_observation(state, params), (local.shape[0], 8))
+    shared = jnp.broadcast_to(state.measures, (local.shape[0], len(GLOBAL_FIELDS)))
     return jnp.concatenate([local, shared], axis=1)

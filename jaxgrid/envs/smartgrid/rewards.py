@@ -45,9 +45,9 @@ class Judged:
         self.t = state.time
         self.comfort = state.buildings.comfort
         e = state.enacted
-        self.taken = e[:, GRID] + e[:, STORE]
+        self.taken = e[GRID] + e[STORE]
         self.sum_taken = jnp.sum(self.taken)
-        self.sum_given = jnp.sum(e[:, GIVE])
+        self.sum_given = jnp.sum(e[GIVE])
 
     @functools.cached_property
     def equity(self):

@@ -115,10 +115,13 @@ class SmartgridState:
     """Attributes:
     time: ``()`` int32 hours since the episode started (EthicalSmartGrid's ``current_step``).
     buildings: each agent's battery, need, production, comfort and payoff.
-    enacted: ``(n, 6)`` the actions as enacted in the last step, Wh.
+    enacted: ``(6, n)`` the actions as enacted in the last step, Wh, component-major.
     available_energy: ``()`` the energy pool of the current hour, Wh.
     production_key: key from which this episode's productions are drawn.
     ratio_max: ``()`` running maximum of the ``ratio`` judgment.
+    measures: ``(8,)`` the global observation of this state, computed once per step
+        (every agent's observation repeats it; a stored value is broadcast cheaply,
+        whereas a recomputed one would be fused into every copy).
     """
 
     time: Array
@@ -127,3 +130,4 @@ class SmartgridState:
     available_energy: Array
     production_key: Array
     ratio_max: Array
+    measures: Array
