@@ -1,5 +1,39 @@
-"""Controllable devices as pure functions of small arrays (MW, Mvar, MWh, pu)."""
+"""Controllable devices as pure functions of small arrays (MW, Mvar, MWh, pu).
 
-from jaxgrid.devices.pv import S_MAX_RATIO, inverter_q_mvar, reactive_headroom_mvar
+- :mod:`.battery`: storage with power, energy and apparent-power limits;
+- :mod:`.ev`: a battery plugged in between arrival and departure, with a target;
+- :mod:`.renewable`: PV and wind inverters (curtailment, reactive power);
+- :mod:`.flexload`: curtailment and deferral within a window;
+- :mod:`.prosumer`: the EthicalSmartGrid building.
+"""
 
-__all__ = ["S_MAX_RATIO", "inverter_q_mvar", "reactive_headroom_mvar"]
+from jaxgrid.devices.battery import BatteryParams, BatteryStep, battery_step, power_limits
+from jaxgrid.devices.ev import EVParams, EVStep, connected, ev_step, sample_schedule
+from jaxgrid.devices.flexload import FlexLoadParams, FlexLoadStep, flexload_step
+from jaxgrid.devices.renewable import (
+    S_MAX_RATIO,
+    Injection,
+    inverter_output,
+    inverter_q_mvar,
+    reactive_headroom_mvar,
+)
+
+__all__ = [
+    "S_MAX_RATIO",
+    "BatteryParams",
+    "BatteryStep",
+    "EVParams",
+    "EVStep",
+    "FlexLoadParams",
+    "FlexLoadStep",
+    "Injection",
+    "battery_step",
+    "connected",
+    "ev_step",
+    "flexload_step",
+    "inverter_output",
+    "inverter_q_mvar",
+    "power_limits",
+    "reactive_headroom_mvar",
+    "sample_schedule",
+]

@@ -7,7 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxgrid.data.synthetic import synthetic_profiles
-from jaxgrid.devices.pv import S_MAX_RATIO
+from jaxgrid.devices.renewable import S_MAX_RATIO
 from jaxgrid.envs.voltage.baselines import no_control, volt_var_curve, volt_var_droop
 from jaxgrid.envs.voltage.env import VoltageControl
 from jaxgrid.envs.voltage.types import SOLVERS, VoltageParams, VoltageState

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 
-from jaxgrid.devices.pv import reactive_headroom_mvar
+from jaxgrid.devices.renewable import reactive_headroom_mvar
 
 DEADBAND_PU = 0.01  # no reactive power within 1 +- 0.01 pu
 SLOPE_PU = 0.04  # full injection at 0.95 pu and full absorption at 1.05 pu

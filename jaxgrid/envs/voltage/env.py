@@ -10,7 +10,7 @@ profiles.load[k, load_profile]`` (Q likewise, constant power factor) and availab
 power ``p_pv = pv_p_max * profiles.pv[k, pv_profile]``. PV is never curtailed here.
 
 **Action.** ``(n_pv, 1)`` in [-1, 1]: the share of each inverter's reactive headroom to
-inject (+) or absorb (-), ``q = a * sqrt(s_max^2 - p_pv^2)`` (:mod:`jaxgrid.devices.pv`).
+inject (+) or absorb (-), ``q = a * sqrt(s_max^2 - p_pv^2)`` (:mod:`jaxgrid.devices.renewable`).
 
 **Transition.** Net bus demand ``p - p_pv``, ``q_load - q`` goes through
 ``lindistflow`` or ``distflow`` (``params.solver``); time advances by one step.
@@ -42,7 +42,7 @@ import jax.numpy as jnp
 
 from jaxgrid import spaces
 from jaxgrid.data.profiles import sample_start
-from jaxgrid.devices.pv import inverter_q_mvar
+from jaxgrid.devices.renewable import inverter_q_mvar
 from jaxgrid.env import Environment, Transition
 from jaxgrid.envs.voltage.baselines import no_control, volt_var_droop
 from jaxgrid.envs.voltage.types import DISTFLOW, VoltageParams, VoltageState

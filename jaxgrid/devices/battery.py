@@ -1,0 +1,81 @@
+"""Battery storage: energy, power and apparent-power limits, efficiencies, degradation.
+
+Load sign convention, as for bus loads: ``p > 0`` charges (draws from the grid),
+``p < 0`` discharges; ``q > 0`` absorbs reactive power, ``q < 0`` injects. A request the
+battery cannot meet is clipped to what physics allows, in this order: the active-power
+rating, the energy left between the state-of-charge bounds (accounting for the charge or
+discharge efficiency), then reactive power within what the apparent-power rating leaves;
+the clipped amount is reported so an environment can charge it as a device-limit cost.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax.numpy as jnp
+from flax import struct
+
+from jaxgrid.types import Array
+
+
+@struct.dataclass
+class BatteryParams:
+    """Each field ``(n,)`` for ``n`` batteries.
+
+    Attributes:
+        capacity_mwh: energy capacity, MWh.
+        p_max_mw: charge and discharge power rating, MW.
+        s_max_mva: inverter apparent-power rating, MVA (``>= p_max_mw`` to allow reactive power).
+        eta_charge, eta_discharge: efficiencies in (0, 1].
+        soc_min, soc_max: state-of-charge bounds, fraction of capacity.
+        degradation_cost: cost per MWh of throughput (charged plus discharged), currency/MWh.
+    """
+
+    capacity_mwh: Array
+    p_max_mw: Array
+    s_max_mva: Array
+    eta_charge: Array
+    eta_discharge: Array
+    soc_min: Array
+    soc_max: Array
+    degradation_cost: Array
+
+
+class BatteryStep(NamedTuple):
+    """Result of one step, each ``(n,)``."""
+
+    soc: Array  # state of charge after the step, fraction of capacity
+    p_mw: Array  # enacted active power (load convention)
+    q_mvar: Array  # enacted reactive power (load convention)
+    clipped_mw: Array  # |requested - enacted| active power
+    clipped_mvar: Array  # |requested - enacted| reactive power
+    degradation: Array  # degradation cost of the step
+
+
+def power_limits(soc: Array, dt_h, params: BatteryParams) -> tuple[Array, Array]:
+    """``(p_min, p_max)`` MW the battery can enact this step from state of charge ``soc``."""
+    headroom = jnp.maximum(params.soc_max - soc, 0.0) * params.capacity_mwh
+    stored = jnp.maximum(soc - params.soc_min, 0.0) * params.capacity_mwh
+    p_charge = jnp.minimum(params.p_max_mw, headroom / (params.eta_charge * dt_h))
+    p_discharge = jnp.minimum(params.p_max_mw, stored * params.eta_discharge / dt_h)
+    return -p_discharge, p_charge
+
+
+def battery_step(
+    soc: Array, p_mw: Array, q_mvar: Array, dt_h, params: BatteryParams
+) -> BatteryStep:
+    """Enact a request of ``p_mw``, ``q_mvar`` for ``dt_h`` hours (see the module docstring)."""
+    p_min, p_max = power_limits(soc, dt_h, params)
+    p = jnp.clip(p_mw, p_min, p_max)
+    q_room = jnp.sqrt(jnp.maximum(params.s_max_mva**2 - p**2, 0.0))
+    q = jnp.clip(q_mvar, -q_room, q_room)
+    energy = jnp.where(p >= 0, p * params.eta_charge, p / params.eta_discharge) * dt_h
+    new_soc = jnp.clip(soc + energy / params.capacity_mwh, params.soc_min, params.soc_max)
+    return BatteryStep(
+        soc=new_soc,
+        p_mw=p,
+        q_mvar=q,
+        clipped_mw=jnp.abs(p_mw - p),
+        clipped_mvar=jnp.abs(q_mvar - q),
+        degradation=params.degradation_cost * jnp.abs(p) * dt_h,
+    )
