@@ -1,9 +1,10 @@
 """Time series that drive an environment, and episode sampling by day.
 
 A :class:`Profiles` holds a year (or any number of days) of exogenous series on one
-fixed time step: load multipliers of the feeder's base loads and PV availability (pu of
-peak). Days are split into training and held-out test days, so evaluation runs on days
-the agent never trained on: pass ``params.replace(profiles=profiles.for_testing())``.
+fixed time step: load multipliers of the feeder's base loads, PV and wind availability
+(share of rated power) and prices. Days are split into training and held-out test days,
+so evaluation runs on days the agent never trained on: pass
+``params.replace(profiles=profiles.for_testing())``.
 """
 
 from __future__ import annotations
@@ -22,13 +23,18 @@ class Profiles:
 
     Attributes:
         load: ``(T, n_load_profiles)`` multiplier of base load (1 = the feeder's base load).
-        pv: ``(T, n_pv_profiles)`` available PV power, pu of the installed peak.
+        pv: ``(T, n_pv_profiles)`` available PV power, share of rated power.
+        wind: ``(T, n_wind_profiles)`` available wind power, share of rated power.
+        price: ``(T, n_price_series)`` energy price, currency/MWh (column 0: time of use,
+            column 1: dynamic).
         days: ``(n_days,)`` int32 days episodes start on (the training days by default).
         held_out: ``(n_held_out,)`` int32 days kept for evaluation.
     """
 
     load: Array
     pv: Array
+    wind: Array
+    price: Array
     days: Array
     held_out: Array
 
@@ -49,6 +55,14 @@ def split_days(n_days: int, every: int = 5) -> tuple[np.ndarray, np.ndarray]:
     days = np.arange(n_days, dtype=np.int32)
     test = days % every == every - 1
     return days[~test], days[test]
+
+
+def resample(series: np.ndarray, factor: int) -> np.ndarray:
+    """Average ``factor`` consecutive rows (e.g. 15-minute to hourly with ``factor=4``)."""
+    series = np.asarray(series)
+    if factor < 1 or len(series) % factor:
+        raise ValueError(f"cannot resample {len(series)} rows by a factor of {factor}")
+    return series.reshape(len(series) // factor, factor, *series.shape[1:]).mean(axis=1)
 
 
 def sample_start(key: PRNGKey, days: Array, steps_per_day: int) -> Array:

@@ -3,14 +3,17 @@
 Loads follow a residential double peak (morning and evening) or a commercial daytime
 plateau, scaled by season (higher in winter) and by day-to-day noise. PV follows a
 clear-sky half-sine between sunrise and sunset whose length and height follow the
-season, attenuated by clouds that change from day to day and within the day. Generated
-with NumPy from a seed, so the same seed gives the same year.
+season, attenuated by clouds that change from day to day and within the day. Wind is a
+smoothed random walk, stronger in winter. Prices are the time-of-use tariff and the
+merit-order price of :mod:`jaxgrid.data.prices`. Generated with NumPy from a seed, so the
+same seed gives the same year.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from jaxgrid.data.prices import merit_order_price, time_of_use
 from jaxgrid.data.profiles import Profiles, split_days
 
 LOAD_KINDS = ("residential", "commercial")
@@ -49,6 +52,7 @@ def synthetic_profiles(
     steps_per_day: int = 96,
     load_kinds: tuple[str, ...] = LOAD_KINDS,
     n_pv: int = 1,
+    n_wind: int = 1,
     seed: int = 0,
 ) -> Profiles:
     """A year of synthetic profiles (see the module docstring), float32."""
@@ -67,10 +71,30 @@ def synthetic_profiles(
         cloud_day = rng.beta(5.0, 1.5, n_days)[:, None]
         flicker = np.clip(1 - 0.15 * np.abs(rng.standard_normal((n_days, steps_per_day))), 0.2, 1.0)
         pvs.append(np.clip(sky * cloud_day * flicker, 0.0, 1.0).reshape(-1))
+    winds = []
+    for _ in range(n_wind):
+        walk = np.cumsum(rng.standard_normal(n_days * steps_per_day)) / np.sqrt(steps_per_day)
+        walk = np.convolve(walk - walk.mean(), np.ones(steps_per_day) / steps_per_day, "same")
+        level = np.repeat(0.3 + 0.15 * winter, steps_per_day)
+        winds.append(np.clip(level + 0.08 * walk, 0.0, 1.0))
+    load = np.stack(loads, axis=1)
+    pv = np.stack(pvs, axis=1)
+    wind = np.stack(winds, axis=1)
+    price = np.stack(
+        [
+            time_of_use(len(load), steps_per_day),
+            merit_order_price(
+                load.mean(axis=1) / load.mean(axis=1).max(), wind.mean(axis=1), pv.mean(axis=1)
+            ),
+        ],
+        axis=1,
+    )
     train, test = split_days(n_days)
     return Profiles(
-        load=np.stack(loads, axis=1).astype(np.float32),
-        pv=np.stack(pvs, axis=1).astype(np.float32),
+        load=load.astype(np.float32),
+        pv=pv.astype(np.float32),
+        wind=wind.astype(np.float32),
+        price=price.astype(np.float32),
         days=train,
         held_out=test,
     )
