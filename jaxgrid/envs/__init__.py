@@ -1,5 +1,5 @@
 """The environments; importing this package registers them."""
 
-from jaxgrid.envs import smartgrid, voltage
+from jaxgrid.envs import arbitrage, smartgrid, voltage
 
-__all__ = ["smartgrid", "voltage"]
+__all__ = ["arbitrage", "smartgrid", "voltage"]

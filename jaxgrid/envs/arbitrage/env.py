@@ -1,0 +1,138 @@
+"""Energy arbitrage: one battery buys low and sells high against a price series.
+
+**Agent.** One battery (``battery``).
+
+**State.** Step within the episode, the episode's first profile row, state of charge.
+
+**Action.** ``(1, 1)`` in [-1, 1]: the share of the power rating to charge (+) or
+discharge (-); infeasible requests are clipped by the battery model
+(:mod:`jaxgrid.devices.battery`).
+
+**Observation.** ``(1, 4 + H)``: state of charge, time of day as sine and cosine, the
+current price and the next ``H`` prices (perfect forecast), prices in hundreds of
+currency units per MWh.
+
+**Objectives.** ``profit``: money earned, ``-price * p * dt`` (currency); ``degradation``:
+minus the degradation cost of the throughput. Default reward: their sum.
+
+**Cost.** ``device_limits``: requested power the battery could not enact, MW.
+
+**Episode.** ``horizon`` steps from a day drawn from ``profiles.days``; truncated.
+
+A perfect-foresight optimum of the same episode is :func:`.oracle.optimal_schedule`, so a
+policy's profit can be reported as a share of the best possible.
+"""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+from flax import struct
+
+from jaxgrid import spaces
+from jaxgrid.data.profiles import Profiles, sample_start
+from jaxgrid.devices.battery import BatteryParams, battery_step
+from jaxgrid.env import Environment, Transition
+from jaxgrid.envs.arbitrage.baselines import idle, price_threshold
+from jaxgrid.rewards.scalarise import Scalarisation
+from jaxgrid.types import Array, float_dtype
+
+PRICE_SCALE = 100.0  # observed prices are divided by this
+
+
+@struct.dataclass
+class ArbitrageState:
+    time: Array  # () int32 steps since the episode started
+    start: Array  # () int32 profile row of the first step
+    soc: Array  # (1,) state of charge
+
+
+@struct.dataclass
+class ArbitrageParams:
+    """Attributes:
+    profiles: price series (``profiles.price[:, price_column]``) and the episode days.
+    price_column: ``()`` int32 which price series to trade against.
+    battery: the battery, ``(1,)`` fields.
+    initial_soc: ``(1,)`` state of charge at the start of an episode.
+    dt_h: ``()`` step length, hours.
+    scalarisation: how the objectives become the reward.
+    """
+
+    profiles: Profiles
+    price_column: Array
+    battery: BatteryParams
+    initial_soc: Array
+    dt_h: Array
+    scalarisation: Scalarisation
+
+
+class Arbitrage(Environment):
+    """One battery against a price series (see the module docstring)."""
+
+    agents = ("battery",)
+    agent_types = ("battery",)
+    objective_names = ("profit", "degradation")
+    cost_names = ("device_limits",)
+
+    def __init__(self, default_params: ArbitrageParams, horizon: int, forecast: int, name: str):
+        self.horizon = int(horizon)
+        self.forecast = int(forecast)
+        self._default_params = default_params
+        self._name = name
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    def default_params(self) -> ArbitrageParams:
+        return self._default_params
+
+    def action_space(self, params):
+        return spaces.Box(-1.0, 1.0, (1, 1))
+
+    def observation_space(self, params):
+        low = jnp.concatenate([jnp.array([0.0, -1.0, -1.0]), jnp.full(1 + self.forecast, -jnp.inf)])
+        high = jnp.concatenate([jnp.array([1.0, 1.0, 1.0]), jnp.full(1 + self.forecast, jnp.inf)])
+        return spaces.Box(low[None], high[None], (1, 4 + self.forecast))
+
+    def prices(self, row, params: ArbitrageParams, length: int) -> Array:
+        """``length`` prices from profile row ``row`` (wrapping around the year)."""
+        series = params.profiles.price[:, params.price_column]
+        return series[(row + jnp.arange(length)) % series.shape[0]].astype(float_dtype())
+
+    def baselines(self, params: ArbitrageParams) -> dict:
+        """Random, idle (no control) and a price-threshold heuristic."""
+        return {**super().baselines(params), "idle": idle, "threshold": price_threshold()}
+
+    def observe(self, state: ArbitrageState, params: ArbitrageParams):
+        row = state.start + state.time
+        steps_per_day = jnp.round(24.0 / params.dt_h)
+        phase = 2 * jnp.pi * (row % steps_per_day) / steps_per_day
+        prices = self.prices(row, params, 1 + self.forecast) / PRICE_SCALE
+        head = jnp.stack([state.soc[0], jnp.sin(phase), jnp.cos(phase)]).astype(prices.dtype)
+        return jnp.concatenate([head, prices])[None]
+
+    def reset_env(self, key, params: ArbitrageParams):
+        steps_per_day = self.horizon  # episodes start at midnight of a drawn day
+        state = ArbitrageState(
+            time=jnp.zeros((), jnp.int32),
+            start=sample_start(key, params.profiles.days, steps_per_day),
+            soc=params.initial_soc.astype(float_dtype()),
+        )
+        return self.observe(state, params), state
+
+    def transition(self, key, state: ArbitrageState, action, params: ArbitrageParams) -> Transition:
+        b = params.battery
+        request = action[:, 0] * b.p_max_mw
+        step = battery_step(state.soc, request, jnp.zeros_like(request), params.dt_h, b)
+        price = self.prices(state.start + state.time, params, 1)
+        profit = -price * step.p_mw * params.dt_h
+        new_state = state.replace(time=state.time + 1, soc=step.soc)
+        return Transition(
+            obs=self.observe(new_state, params),
+            state=new_state,
+            reward_vector=jnp.stack([profit, -step.degradation], axis=1),
+            costs=step.clipped_mw[:, None],
+            terminated=jnp.zeros((), bool),
+            truncated=new_state.time >= self.horizon,
+            info={"soc": step.soc, "p_mw": step.p_mw, "price": price},
+        )
