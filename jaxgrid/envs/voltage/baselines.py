@@ -8,7 +8,7 @@ from jaxgrid.devices.renewable import reactive_headroom_mvar
 
 DEADBAND_PU = 0.01  # no reactive power within 1 +- 0.01 pu
 SLOPE_PU = 0.04  # full injection at 0.95 pu and full absorption at 1.05 pu
-RESPONSE = 0.3  # share of the gap to the curve closed per step (first-order response)
+RESPONSE = 0.15  # share of the gap to the curve closed per step (first-order response)
 
 
 def no_control(key, obs):

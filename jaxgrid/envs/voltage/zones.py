@@ -30,3 +30,26 @@ def voronoi_zones(feeder: Feeder, pv_bus: np.ndarray) -> tuple[np.ndarray, np.nd
     )
     zone_mask = np.array([np.arange(size) < len(m) for m in members])
     return zone_buses.astype(np.int32), zone_mask
+
+
+def spread_buses(feeder: Feeder, k: int) -> np.ndarray:
+    """``k`` bus indices spread over the feeder by farthest-point sampling.
+
+    Distances are resistances along the tree (pu), where voltage problems grow: the
+    first bus is the one electrically farthest from the slack, each next one the bus
+    farthest from all chosen so far (ties to the lower index).
+    """
+    path = np.asarray(feeder.path)
+    r = np.asarray(feeder.r_pu)
+    depth = r @ path  # resistance from the slack to each bus
+    shared = (path * r[:, None]).T @ path  # resistance of the common upstream path
+    distance = depth[:, None] + depth[None, :] - 2 * shared
+    chosen = [int(np.argmax(depth))]
+    nearest = distance[chosen[0]].copy()
+    nearest[int(feeder.slack)] = -1.0
+    while len(chosen) < k:
+        nxt = int(np.argmax(nearest))
+        chosen.append(nxt)
+        nearest = np.minimum(nearest, distance[nxt])
+        nearest[chosen] = -1.0
+    return np.sort(np.array(chosen, dtype=np.int32))
