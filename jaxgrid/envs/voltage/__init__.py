@@ -75,7 +75,7 @@ def make_voltage(
         data = simbench_profiles(STEPS_PER_DAY)
     else:
         data = synthetic_profiles(steps_per_day=STEPS_PER_DAY, seed=seed)
-    commercial = (np.arange(feeder.n_bus) % COMMERCIAL_EVERY == COMMERCIAL_EVERY - 1)
+    commercial = np.arange(feeder.n_bus) % COMMERCIAL_EVERY == COMMERCIAL_EVERY - 1
     p_max = np.full(n_pv, spec["pv_penetration"] * float(np.sum(feeder.p_load_mw)) / n_pv)
     zone_buses, zone_mask = voronoi_zones(feeder, pv_bus)
     params = VoltageParams(

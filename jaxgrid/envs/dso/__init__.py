@@ -1,0 +1,81 @@
+"""``dso33-v0``: a distribution system operator dispatching six flexible loads on case33bw."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxgrid.data.simbench import simbench_profiles
+from jaxgrid.devices.flexload import FlexLoadParams
+from jaxgrid.envs.dso.baselines import evening_shift, no_control
+from jaxgrid.envs.dso.env import DISTFLOW, DSO, LINDISTFLOW, DSOParams, DSOState
+from jaxgrid.grid import cases
+from jaxgrid.registry import register
+from jaxgrid.rewards.scalarise import Scalarisation
+
+# PowerZoo's DSO task: (bus number, curtailment and shift capacity in MW)
+FLEX_LOADS = ((6, 0.165), (14, 0.110), (18, 0.110), (22, 0.088), (28, 0.132), (33, 0.110))
+SOLVERS = {"lindistflow": LINDISTFLOW, "distflow": DISTFLOW}
+
+
+def make_dso(
+    solver: str = "distflow",
+    steps_per_day: int = 48,
+    window: int = 4,
+    load_scale: float = 3.0,
+    vm_slack_pu: float = 1.045,
+    v_band: tuple[float, float] = (0.94, 1.06),
+    deferral_weight: float = 0.1,
+    distflow_iterations: int = 5,
+    name: str = "dso33-v0",
+):
+    """Build the DSO environment on case33bw and the bundled SimBench year.
+
+    Args:
+        solver: ``"distflow"`` or ``"lindistflow"``.
+        steps_per_day: 48 (30 minutes, as PowerZoo), 24 or 96.
+        window: steps within which deferred demand must be served.
+        load_scale: multiplier of every load (SimBench profiles peak at 1 and average
+            0.15-0.35 of the case's base load).
+        vm_slack_pu: substation voltage.
+        v_band: voltage band of the cost, pu.
+        deferral_weight: weight of the deferral objective in the default reward.
+        distflow_iterations: sweeps of the nonlinear solver.
+    """
+    if solver not in SOLVERS:
+        raise ValueError(f"unknown solver {solver!r}; expected one of {list(SOLVERS)}")
+    if window < 1:
+        raise ValueError(f"window must be >= 1 step, got {window}")
+    feeder = cases.case33bw().replace(vm_slack_pu=np.float64(vm_slack_pu))
+    bus_ids = np.asarray(feeder.bus_ids)
+    flex_bus = np.array([int(np.flatnonzero(bus_ids == b)[0]) for b, _ in FLEX_LOADS], np.int32)
+    caps = np.array([c for _, c in FLEX_LOADS])
+    commercial = np.arange(feeder.n_bus) % 4 == 3
+    params = DSOParams(
+        feeder=feeder,
+        profiles=simbench_profiles(steps_per_day),
+        load_profile=commercial.astype(np.int32),
+        load_scale=np.float64(load_scale),
+        flex_bus=flex_bus,
+        flex=FlexLoadParams(curtail_cap_mw=caps, shift_cap_mw=caps),
+        v_lower=np.float64(v_band[0]),
+        v_upper=np.float64(v_band[1]),
+        dt_h=np.float64(24.0 / steps_per_day),
+        solver=np.int32(SOLVERS[solver]),
+        scalarisation=Scalarisation.create(3, "weighted_sum", [1.0, 1.0, deferral_weight]),
+    )
+    params = jax.tree_util.tree_map(jnp.asarray, params)
+    env = DSO(
+        params,
+        horizon=steps_per_day,
+        window=window,
+        distflow_iterations=distflow_iterations,
+        name=name,
+    )
+    return env, params
+
+
+register("dso33-v0", make_dso)
+
+__all__ = ["DSO", "DSOParams", "DSOState", "evening_shift", "make_dso", "no_control"]
