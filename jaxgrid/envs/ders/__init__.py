@@ -1,0 +1,187 @@
+"""``ders33-v0`` and ``ders141-v0``: batteries, PV, flexible loads and EVs on one feeder."""
+
+from __future__ import annotations
+
+import inspect
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxgrid.data.simbench import PRICE_NAMES, simbench_profiles
+from jaxgrid.devices.battery import BatteryParams
+from jaxgrid.devices.ev import EVParams
+from jaxgrid.devices.flexload import FlexLoadParams
+from jaxgrid.devices.renewable import S_MAX_RATIO
+from jaxgrid.envs.ders.baselines import no_control, price_and_voltage_rules
+from jaxgrid.envs.ders.env import DISTFLOW, LINDISTFLOW, TYPES, DERs, DERsParams, DERsState
+from jaxgrid.envs.voltage.zones import spread_buses
+from jaxgrid.grid import cases, distflow
+from jaxgrid.registry import register
+from jaxgrid.rewards.scalarise import Scalarisation
+
+# devices of each type, and the shares of the feeder's base load that size them
+SCENARIOS = {
+    "ders33": dict(case="case33bw", counts=dict(battery=2, pv=3, flexload=2, ev=2), load_scale=2.5),
+    "ders141": dict(case="case141", counts=dict(battery=3, pv=4, flexload=3, ev=2), load_scale=2.5),
+}
+BATTERY_SHARE, PV_PENETRATION, FLEX_SHARE, EV_SHARE = 0.08, 1.5, 0.05, 0.05
+THERMAL_MARGIN = 1.5  # assumed rating = 1.5 x the branch's apparent power at base load
+SOLVERS = {"lindistflow": LINDISTFLOW, "distflow": DISTFLOW}
+
+
+def assumed_ratings(feeder, margin: float = THERMAL_MARGIN) -> np.ndarray:
+    """Branch ratings (MVA) for a case without any: ``margin`` times the base-case flow.
+
+    An assumption, documented as such: the bundled cases publish no line ratings.
+    """
+    flow = distflow(feeder, feeder.p_load_mw, feeder.q_load_mvar, iterations=20)
+    s = np.hypot(np.asarray(flow.p_branch_mw), np.asarray(flow.q_branch_mvar))
+    return margin * np.maximum(s, 1e-3)
+
+
+def make_ders(
+    scenario: str = "ders33",
+    solver: str = "distflow",
+    steps_per_day: int = 48,
+    window: int = 4,
+    load_scale: float | None = None,
+    price: str = "merit_order",
+    weights=(0.02, 20.0, 50.0, 5.0, 1.0),
+    distflow_iterations: int = 5,
+):
+    """Build a DER environment on the bundled SimBench year.
+
+    Args:
+        scenario: ``"ders33"`` or ``"ders141"`` (:data:`SCENARIOS`).
+        solver: ``"distflow"`` or ``"lindistflow"``.
+        steps_per_day: 48 (30 minutes), 24 or 96; an episode is one day.
+        window: steps within which deferred flexible demand must be served.
+        load_scale: multiplier of every load (default: the scenario's).
+        price: the price series of the energy cost.
+        weights: default weights of energy_cost, losses, voltage, discomfort, fairness
+            (chosen so that each term is of order one per step).
+        distflow_iterations: sweeps of the nonlinear solver.
+    """
+    if scenario not in SCENARIOS:
+        raise ValueError(f"unknown DER scenario {scenario!r}; expected one of {list(SCENARIOS)}")
+    if solver not in SOLVERS:
+        raise ValueError(f"unknown solver {solver!r}; expected one of {list(SOLVERS)}")
+    if price not in PRICE_NAMES:
+        raise ValueError(f"unknown price series {price!r}; expected one of {list(PRICE_NAMES)}")
+    spec = SCENARIOS[scenario]
+    counts = spec["counts"]
+    feeder = cases.load_bundled(spec["case"])
+    feeder = feeder.replace(rate_mva=assumed_ratings(feeder))
+    total = float(np.sum(feeder.p_load_mw))
+    buses = spread_buses(feeder, sum(counts.values()))
+    # deal the spread buses to the types in turn, so every type is spread over the feeder
+    by_type = {t: [] for t in TYPES}
+    turn = 0
+    for bus in buses:
+        while len(by_type[TYPES[turn % len(TYPES)]]) == counts[TYPES[turn % len(TYPES)]]:
+            turn += 1
+        by_type[TYPES[turn % len(TYPES)]].append(bus)
+        turn += 1
+    by_type = {t: np.array(v) for t, v in by_type.items()}
+    n_b, n_pv, n_f, n_ev = (counts[t] for t in TYPES)
+    full = lambda n, v: np.full(n, v, np.float64)  # noqa: E731
+    p_bat = BATTERY_SHARE * total
+    p_pv = PV_PENETRATION * total / n_pv
+    flex_size = FLEX_SHARE * total
+    p_ev = EV_SHARE * total
+    params = DERsParams(
+        feeder=feeder,
+        profiles=simbench_profiles(steps_per_day),
+        load_profile=(np.arange(feeder.n_bus) % 4 == 3).astype(np.int32),
+        load_scale=np.float64(spec["load_scale"] if load_scale is None else load_scale),
+        battery_bus=by_type["battery"].astype(np.int32),
+        battery=BatteryParams(
+            capacity_mwh=full(n_b, 2 * p_bat),
+            p_max_mw=full(n_b, p_bat),
+            s_max_mva=full(n_b, 1.1 * p_bat),
+            eta_charge=full(n_b, 0.95),
+            eta_discharge=full(n_b, 0.95),
+            soc_min=full(n_b, 0.1),
+            soc_max=full(n_b, 0.9),
+            degradation_cost=full(n_b, 2.0),
+        ),
+        battery_soc0=full(n_b, 0.5),
+        pv_bus=by_type["pv"].astype(np.int32),
+        pv_p_max_mw=full(n_pv, p_pv),
+        pv_s_max_mva=full(n_pv, S_MAX_RATIO * p_pv),
+        pv_profile=(np.arange(n_pv) % 4).astype(np.int32),
+        flex_bus=by_type["flexload"].astype(np.int32),
+        flex=FlexLoadParams(
+            curtail_cap_mw=full(n_f, 0.5 * flex_size), shift_cap_mw=full(n_f, 0.5 * flex_size)
+        ),
+        flex_size_mw=full(n_f, flex_size),
+        ev_bus=by_type["ev"].astype(np.int32),
+        ev=EVParams(
+            battery=BatteryParams(
+                capacity_mwh=full(n_ev, 4 * p_ev),
+                p_max_mw=full(n_ev, p_ev),
+                s_max_mva=full(n_ev, p_ev),
+                eta_charge=full(n_ev, 0.92),
+                eta_discharge=full(n_ev, 0.92),
+                soc_min=full(n_ev, 0.0),
+                soc_max=full(n_ev, 1.0),
+                degradation_cost=full(n_ev, 0.0),
+            ),
+            target_soc=full(n_ev, 0.9),
+            v2g=np.arange(n_ev) % 2 == 1,
+        ),
+        ev_soc0=full(n_ev, 0.3),
+        # home charging points (evening arrival, overnight stay) and workplace ones (morning)
+        ev_arrival_range=np.array(
+            [
+                [17 * steps_per_day // 24, 20 * steps_per_day // 24]
+                if i % 2 == 0
+                else [8 * steps_per_day // 24, 10 * steps_per_day // 24]
+                for i in range(n_ev)
+            ],
+            np.int32,
+        ),
+        ev_stay_range=np.array(
+            [[4 * steps_per_day // 24, 9 * steps_per_day // 24]] * n_ev, np.int32
+        ),
+        price_column=np.int32(PRICE_NAMES.index(price)),
+        v_lower=np.float64(0.95),
+        v_upper=np.float64(1.05),
+        dt_h=np.float64(24.0 / steps_per_day),
+        solver=np.int32(SOLVERS[solver]),
+        scalarisation=Scalarisation.create(5, "weighted_sum", list(weights)),
+    )
+    params = jax.tree_util.tree_map(jnp.asarray, params)
+    env = DERs(
+        params,
+        horizon=steps_per_day,
+        window=window,
+        distflow_iterations=distflow_iterations,
+        name=f"{scenario}-v0",
+    )
+    return env, params
+
+
+def _register(scenario: str) -> None:
+    def factory(**overrides):
+        return make_ders(scenario, **overrides)
+
+    signature = inspect.signature(make_ders)
+    factory.__signature__ = signature.replace(parameters=list(signature.parameters.values())[1:])
+    register(f"{scenario}-v0", factory)
+
+
+for _scenario in SCENARIOS:
+    _register(_scenario)
+
+__all__ = [
+    "DERs",
+    "DERsParams",
+    "DERsState",
+    "SCENARIOS",
+    "assumed_ratings",
+    "make_ders",
+    "no_control",
+    "price_and_voltage_rules",
+]
