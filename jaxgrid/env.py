@@ -76,8 +76,9 @@ class Environment(abc.ABC, Generic[TState, TParams]):
     """Base class of all jaxgrid environments (see the module docstring for the contract).
 
     Subclasses set ``agents``, ``agent_types``, ``objective_names``, ``cost_names`` and
-    ``horizon`` (steps per episode) and implement the abstract methods. Their params must
-    have a ``scalarisation`` field (:class:`jaxgrid.rewards.Scalarisation`).
+    ``horizon`` (steps per episode) and implement the abstract methods. Their params
+    carry a :class:`jaxgrid.rewards.Scalarisation`, in a ``scalarisation`` field unless
+    :meth:`scalarisation` says otherwise.
     """
 
     agents: tuple[str, ...]
@@ -122,6 +123,10 @@ class Environment(abc.ABC, Generic[TState, TParams]):
     ) -> Transition:
         """One step of the model with an action already inside the action space."""
 
+    def scalarisation(self, params: TParams):
+        """The :class:`~jaxgrid.rewards.Scalarisation` in ``params`` (its ``scalarisation`` field)."""
+        return params.scalarisation
+
     def baselines(self, params: TParams) -> dict[str, Any]:
         """Reference policies ``policy(key, obs) -> action`` by name; ``random`` for every env."""
         space = self.action_space(params)
@@ -151,7 +156,7 @@ class Environment(abc.ABC, Generic[TState, TParams]):
         mask = tr.objective_mask
         if mask is None:
             mask = jnp.ones(tr.reward_vector.shape, bool)
-        reward = scalarise(tr.reward_vector, mask, params.scalarisation)
+        reward = scalarise(tr.reward_vector, mask, self.scalarisation(params))
         info = dict(tr.info)
         info.update(
             reward_vector=tr.reward_vector,

@@ -109,7 +109,9 @@ def _check_metadata(env, params, fail) -> None:
         fail(f"cost_names must be distinct, got {env.cost_names}")
     if not isinstance(env.horizon, int) or env.horizon < 1:
         fail(f"horizon must be a positive int, got {env.horizon!r}")
-    if not hasattr(params, "scalarisation"):
+    try:
+        env.scalarisation(params)
+    except AttributeError:
         fail("params need a 'scalarisation' field (jaxgrid.rewards.Scalarisation)")
     for name, space in (
         ("action", env.action_space(params)),

@@ -9,6 +9,7 @@ import numpy as np
 from jaxgrid.envs.smartgrid.buildings import COMFORT_CURVES, PROFILES, openei_profile
 from jaxgrid.envs.smartgrid.env import OBJECTIVES, SmartGrid
 from jaxgrid.envs.smartgrid.observation import GLOBAL_FIELDS, LOCAL_FIELDS, OBSERVATION_FIELDS
+from jaxgrid.envs.smartgrid.on_feeder import FeederParams, SmartGridOnFeeder, on_case33bw
 from jaxgrid.envs.smartgrid.types import (
     GENERATORS,
     RANDOM,
@@ -236,6 +237,16 @@ _variant("smartgrid-generous-v0", generator="generous")
 _variant("smartgrid-daily-v0", period="daily")
 _variant("smartgrid-medium-v0", households=80, offices=19)
 
+
+def make_smartgrid33(buildings_per_agent: float = 6.0, background_share: float = 0.5, **society):
+    """``smartgrid-v0``'s society on case33bw (see :mod:`.on_feeder`); ``society`` takes
+    :func:`make_smartgrid`'s arguments."""
+    env, params = make_smartgrid(**{"name": "smartgrid-v0", **society})
+    return on_case33bw(env, params, buildings_per_agent, background_share)
+
+
+register("smartgrid33-v0", make_smartgrid33)
+
 __all__ = [
     "DEFAULT_OBJECTIVES",
     "GLOBAL_FIELDS",
@@ -245,8 +256,12 @@ __all__ = [
     "PRESETS",
     "RANDOM",
     "REALISTIC",
+    "FeederParams",
     "SmartGrid",
+    "SmartGridOnFeeder",
     "SmartgridParams",
     "SmartgridState",
     "make_smartgrid",
+    "make_smartgrid33",
+    "on_case33bw",
 ]

@@ -1,0 +1,185 @@
+"""The smartgrid prosumers placed on a radial feeder (``smartgrid33-v0``).
+
+Each agent of :class:`SmartGrid` stands for ``buildings_per_agent`` identical buildings
+at one bus of the feeder. Their net draw from the network in an hour,
+``grid_consumption + store_energy + buy_energy - give_energy - sell_energy`` (Wh over one
+hour, i.e. W), becomes an active load at that bus (reactive at ``power_factor``), on top
+of a constant background share of the feeder's base load; the feeder is solved every
+step. The observation gains the agent's bus voltage (12 columns); the costs
+``voltage_band`` and ``thermal`` (assumed ratings where the case has none) join the
+ethical objectives, which are unchanged.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+from flax import struct
+
+from jaxgrid import spaces
+from jaxgrid.devices.prosumer import BUY, GIVE, GRID, SELL, STORE
+from jaxgrid.env import Environment, Transition
+from jaxgrid.envs.smartgrid.env import SmartGrid
+from jaxgrid.envs.smartgrid.types import SmartgridParams, SmartgridState
+from jaxgrid.grid.distflow import distflow
+from jaxgrid.grid.feeder import Feeder
+from jaxgrid.grid.limits import branch_loading, voltage_violation_pu
+from jaxgrid.types import Array
+
+
+@struct.dataclass
+class FeederState:
+    society: SmartgridState
+    vm_pu: Array  # (n_bus,) voltages of the last power flow
+
+
+@struct.dataclass
+class FeederParams:
+    """Attributes:
+    society: the smartgrid params (profiles, generator, objectives...).
+    feeder: the network, with (assumed) branch ratings.
+    agent_bus: ``(n,)`` int32 bus of each agent.
+    buildings_per_agent: ``()`` buildings each agent stands for.
+    background_share: ``()`` share of the feeder's base load drawn besides the agents.
+    power_factor: ``()`` of the buildings' draw.
+    v_lower, v_upper: ``()`` voltage band, pu.
+    """
+
+    society: SmartgridParams
+    feeder: Feeder
+    agent_bus: Array
+    buildings_per_agent: Array
+    background_share: Array
+    power_factor: Array
+    v_lower: Array
+    v_upper: Array
+
+
+class SmartGridOnFeeder(Environment):
+    """EthicalSmartGrid's society on a feeder (see the module docstring)."""
+
+    cost_names = ("voltage_band", "thermal")
+
+    def __init__(
+        self,
+        society: SmartGrid,
+        default_params: FeederParams,
+        distflow_iterations: int = 5,
+        name: str = "smartgrid33-v0",
+    ):
+        self.society = society
+        self.agents = society.agents
+        self.agent_types = society.agent_types
+        self.objective_names = society.objective_names
+        self.horizon = society.horizon
+        self.distflow_iterations = int(distflow_iterations)
+        self._default_params = default_params
+        self._name = name
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    def default_params(self) -> FeederParams:
+        return self._default_params
+
+    def scalarisation(self, params: FeederParams):
+        return params.society.scalarisation
+
+    def action_space(self, params: FeederParams):
+        return self.society.action_space(params.society)
+
+    def observation_space(self, params: FeederParams):
+        return spaces.Box(0.0, 2.0, (self.num_agents, 12))
+
+    def bus_loads(self, enacted: Array, params: FeederParams):
+        """Bus loads (MW, Mvar) from the agents' enacted actions ``(6, n)``, Wh per hour."""
+        draw_w = enacted[GRID] + enacted[STORE] + enacted[BUY] - enacted[GIVE] - enacted[SELL]
+        p_agents = draw_w * 1e-6 * params.buildings_per_agent
+        f = params.feeder
+        dtype = enacted.dtype
+        p = params.background_share * f.p_load_mw + jnp.zeros(f.n_bus, dtype).at[
+            params.agent_bus
+        ].add(p_agents)
+        tan_phi = jnp.sqrt(1.0 - params.power_factor**2) / params.power_factor
+        q = params.background_share * f.q_load_mvar + jnp.zeros(f.n_bus, dtype).at[
+            params.agent_bus
+        ].add(p_agents * tan_phi)
+        return p.astype(dtype), q.astype(dtype)
+
+    def observe(self, state: FeederState, params: FeederParams):
+        inner = self.society.observe(state.society, params.society)
+        return jnp.concatenate(
+            [inner, state.vm_pu[params.agent_bus][:, None].astype(inner.dtype)], axis=1
+        )
+
+    def reset_env(self, key, params: FeederParams):
+        _, society = self.society.reset_env(key, params.society)
+        p, q = self.bus_loads(society.enacted, params)
+        flow = distflow(params.feeder, p, q, iterations=self.distflow_iterations)
+        state = FeederState(society=society, vm_pu=flow.vm_pu)
+        return self.observe(state, params), state
+
+    def transition(self, key, state: FeederState, action, params: FeederParams) -> Transition:
+        inner = self.society.transition(key, state.society, action, params.society)
+        p, q = self.bus_loads(inner.state.enacted, params)
+        flow = distflow(params.feeder, p, q, iterations=self.distflow_iterations)
+        violation = jnp.sum(voltage_violation_pu(flow.vm_pu, params.v_lower, params.v_upper))
+        overload = jnp.sum(jnp.maximum(branch_loading(params.feeder, flow) - 1.0, 0.0))
+        new_state = FeederState(society=inner.state, vm_pu=flow.vm_pu)
+        n = self.num_agents
+        return Transition(
+            obs=self.observe(new_state, params),
+            state=new_state,
+            reward_vector=inner.reward_vector,
+            costs=jnp.broadcast_to(jnp.stack([violation, overload]), (n, 2)),
+            terminated=inner.terminated,
+            truncated=inner.truncated,
+            info={
+                **inner.info,
+                "vm_pu": flow.vm_pu,
+                "loss_mw": flow.loss_mw,
+                "converged": flow.converged,
+            },
+            objective_mask=inner.objective_mask,
+        )
+
+    def world_state(self, state: FeederState, params: FeederParams):
+        return jnp.concatenate(
+            [self.society.world_state(state.society, params.society), state.vm_pu]
+        )
+
+    def baselines(self, params: FeederParams) -> dict:
+        return self.society.baselines(params.society)
+
+
+def on_case33bw(
+    society: SmartGrid,
+    params: SmartgridParams,
+    buildings_per_agent: float = 6.0,
+    background_share: float = 0.5,
+):
+    """Place a smartgrid society on case33bw: agent ``i`` at the ``i``-th load bus."""
+    import numpy as np
+
+    from jaxgrid.envs.ders import assumed_ratings
+    from jaxgrid.grid import cases
+
+    feeder = cases.case33bw()
+    feeder = feeder.replace(rate_mva=assumed_ratings(feeder))
+    load_buses = np.flatnonzero(np.asarray(feeder.p_load_mw) > 0)
+    n = society.num_agents
+    if n > len(load_buses):
+        raise ValueError(f"case33bw has {len(load_buses)} load buses for {n} agents")
+    fp = FeederParams(
+        society=params,
+        feeder=feeder,
+        agent_bus=load_buses[:n].astype(np.int32),
+        buildings_per_agent=np.float64(buildings_per_agent),
+        background_share=np.float64(background_share),
+        power_factor=np.float64(0.95),
+        v_lower=np.float64(0.95),
+        v_upper=np.float64(1.05),
+    )
+    fp = jax.tree_util.tree_map(jnp.asarray, fp)
+    return SmartGridOnFeeder(society, fp), fp

@@ -1,0 +1,43 @@
+"""smartgrid33-v0: the smartgrid society drawing power through case33bw."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import jaxgrid
+from jaxgrid.grid import distflow
+from jaxgrid.testing import check_env
+
+KEY = jax.random.PRNGKey(0)
+
+
+def test_check_env():
+    env, params = jaxgrid.make("smartgrid33-v0", horizon=60)
+    check_env(env, params, num_steps=80, num_envs=8)
+
+
+def test_buildings_draw_through_the_feeder():
+    env, params = jaxgrid.make("smartgrid33-v0")
+    _, state = env.reset(KEY, params)
+    action = env.action_space(params).sample(KEY)
+    obs, new_state, _, _, _, info = env.step_env(KEY, state, action, params)
+    e = np.asarray(info["enacted_action"])  # (n, 6) Wh
+    draw_mw = (
+        (e[:, 0] + e[:, 2] + e[:, 4] - e[:, 3] - e[:, 5]) * 1e-6 * float(params.buildings_per_agent)
+    )
+    f = params.feeder
+    p = 0.5 * np.asarray(f.p_load_mw)
+    q = 0.5 * np.asarray(f.q_load_mvar)
+    bus = np.asarray(params.agent_bus)
+    np.add.at(p, bus, draw_mw)
+    np.add.at(q, bus, draw_mw * np.tan(np.arccos(0.95)))
+    expected = distflow(f, jnp.asarray(p, jnp.float32), jnp.asarray(q, jnp.float32), iterations=5)
+    np.testing.assert_allclose(info["vm_pu"], expected.vm_pu, atol=1e-5)
+    np.testing.assert_allclose(obs[:, 11], np.asarray(expected.vm_pu)[bus], atol=1e-5)
+    # the ethical objectives are the society's own
+    inner_obs = env.society.observe(new_state.society, params.society)
+    np.testing.assert_array_equal(obs[:, :11], inner_obs)
+    outside = np.maximum(0.95 - np.asarray(expected.vm_pu), 0) + np.maximum(
+        np.asarray(expected.vm_pu) - 1.05, 0
+    )
+    np.testing.assert_allclose(info["costs"][:, 0], outside.sum(), atol=1e-5)
