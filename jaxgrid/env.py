@@ -21,6 +21,8 @@ obs, state, reward, terminated, truncated, info = env.step(key, state, action, p
 - Actions are sanitised: NaN/inf entries become 0, out-of-range entries are clipped to
   the action space; ``info["action_nonfinite"]`` and ``info["action_clipped"]`` count them
   per agent.
+- Optional abort conditions (``env.abort_names``, ``params.abort``) terminate an episode
+  when a named state variable leaves its bounds; ``info["abort_reason"]`` says which.
 - ``step`` auto-resets: it splits ``key`` into ``(key_step, key_reset)``, computes both
   ``step_env(key_step, ...)`` and ``reset_env(key_reset, params)`` and selects the reset
   when the episode ended. ``info["final_observation"]`` is the observation before the
@@ -40,6 +42,7 @@ import jax
 import jax.numpy as jnp
 
 from jaxgrid import spaces
+from jaxgrid.rewards.abort import check_abort
 from jaxgrid.rewards.scalarise import scalarise
 from jaxgrid.types import Array, PRNGKey, PyTree
 
@@ -86,6 +89,7 @@ class Environment(abc.ABC, Generic[TState, TParams]):
     objective_names: tuple[str, ...]
     cost_names: tuple[str, ...]
     horizon: int
+    abort_names: tuple[str, ...] = ()
 
     @property
     def num_agents(self) -> int:
@@ -132,6 +136,10 @@ class Environment(abc.ABC, Generic[TState, TParams]):
         space = self.action_space(params)
         return {"random": lambda key, obs: space.sample(key)}
 
+    def abort_values(self, state: TState, params: TParams) -> Array:
+        """``(len(abort_names),)`` values of the abort variables in ``state``."""
+        raise NotImplementedError(f"{self.name} names abort variables but does not compute them")
+
     def world_state(self, state: TState, params: TParams) -> Array:
         """A critic's global view ``(world_dim,)``; by default all observations, flattened."""
         leaves = jax.tree_util.tree_leaves(self.observe(state, params))
@@ -157,7 +165,12 @@ class Environment(abc.ABC, Generic[TState, TParams]):
         if mask is None:
             mask = jnp.ones(tr.reward_vector.shape, bool)
         reward = scalarise(tr.reward_vector, mask, self.scalarisation(params))
+        terminated = tr.terminated
         info = dict(tr.info)
+        if self.abort_names:
+            aborted, reason = check_abort(self.abort_values(tr.state, params), params.abort)
+            terminated = terminated | aborted
+            info["abort_reason"] = reason
         info.update(
             reward_vector=tr.reward_vector,
             objective_mask=mask,
@@ -165,7 +178,7 @@ class Environment(abc.ABC, Generic[TState, TParams]):
             action_clipped=clipped,
             action_nonfinite=nonfinite,
         )
-        return tr.obs, tr.state, reward, tr.terminated, tr.truncated, info
+        return tr.obs, tr.state, reward, terminated, tr.truncated, info
 
     def step(
         self, key: PRNGKey, state: TState, action: PyTree, params: TParams | None = None

@@ -12,6 +12,7 @@ from jaxgrid.envs.arbitrage.baselines import idle, price_threshold
 from jaxgrid.envs.arbitrage.env import Arbitrage, ArbitrageParams, ArbitrageState
 from jaxgrid.envs.arbitrage.oracle import Schedule, optimal_schedule
 from jaxgrid.registry import register
+from jaxgrid.rewards.abort import AbortConditions
 from jaxgrid.rewards.scalarise import Scalarisation
 
 
@@ -25,6 +26,7 @@ def make_arbitrage(
     degradation_cost: float = 2.0,
     initial_soc: float = 0.5,
     forecast: int | None = None,
+    abort: dict | None = None,
     name: str = "arbitrage-v0",
 ):
     """Build an arbitrage environment on the bundled SimBench year and its default params.
@@ -38,6 +40,7 @@ def make_arbitrage(
         degradation_cost: currency per MWh of throughput.
         initial_soc: state of charge at the start of each day.
         forecast: how many future prices the agent sees (default: one day).
+        abort: bounds that end an episode, e.g. ``{"soc": (0.2, 0.8)}``.
     """
     if price not in PRICE_NAMES:
         raise ValueError(f"unknown price series {price!r}; expected one of {list(PRICE_NAMES)}")
@@ -64,6 +67,7 @@ def make_arbitrage(
         ),
         initial_soc=one(initial_soc),
         dt_h=np.float64(24.0 / steps_per_day),
+        abort=AbortConditions.create(Arbitrage.abort_names, **(abort or {})),
         scalarisation=Scalarisation.create(2, "weighted_sum", [1.0, 1.0]),
     )
     params = jax.tree_util.tree_map(jnp.asarray, params)

@@ -33,6 +33,7 @@ from jaxgrid.data.profiles import Profiles, sample_start
 from jaxgrid.devices.battery import BatteryParams, battery_step
 from jaxgrid.env import Environment, Transition
 from jaxgrid.envs.arbitrage.baselines import idle, price_threshold
+from jaxgrid.rewards.abort import AbortConditions
 from jaxgrid.rewards.scalarise import Scalarisation
 from jaxgrid.types import Array, float_dtype
 
@@ -54,6 +55,7 @@ class ArbitrageParams:
     battery: the battery, ``(1,)`` fields.
     initial_soc: ``(1,)`` state of charge at the start of an episode.
     dt_h: ``()`` step length, hours.
+    abort: bounds on the state of charge (off by default).
     scalarisation: how the objectives become the reward.
     """
 
@@ -62,6 +64,7 @@ class ArbitrageParams:
     battery: BatteryParams
     initial_soc: Array
     dt_h: Array
+    abort: AbortConditions
     scalarisation: Scalarisation
 
 
@@ -72,6 +75,7 @@ class Arbitrage(Environment):
     agent_types = ("battery",)
     objective_names = ("profit", "degradation")
     cost_names = ("device_limits",)
+    abort_names = ("soc",)
 
     def __init__(self, default_params: ArbitrageParams, horizon: int, forecast: int, name: str):
         self.horizon = int(horizon)
@@ -93,6 +97,10 @@ class Arbitrage(Environment):
         low = jnp.concatenate([jnp.array([0.0, -1.0, -1.0]), jnp.full(1 + self.forecast, -jnp.inf)])
         high = jnp.concatenate([jnp.array([1.0, 1.0, 1.0]), jnp.full(1 + self.forecast, jnp.inf)])
         return spaces.Box(low[None], high[None], (1, 4 + self.forecast))
+
+    def abort_values(self, state: ArbitrageState, params: ArbitrageParams):
+        """The state of charge."""
+        return state.soc
 
     def prices(self, row, params: ArbitrageParams, length: int) -> Array:
         """``length`` prices from profile row ``row`` (wrapping around the year)."""

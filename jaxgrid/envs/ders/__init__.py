@@ -18,6 +18,7 @@ from jaxgrid.envs.ders.env import DISTFLOW, LINDISTFLOW, TYPES, DERs, DERsParams
 from jaxgrid.envs.voltage.zones import spread_buses
 from jaxgrid.grid import cases, distflow
 from jaxgrid.registry import register
+from jaxgrid.rewards.abort import AbortConditions
 from jaxgrid.rewards.scalarise import Scalarisation
 
 # devices of each type, and the shares of the feeder's base load that size them
@@ -49,6 +50,7 @@ def make_ders(
     price: str = "merit_order",
     weights=(0.02, 20.0, 50.0, 5.0, 1.0),
     distflow_iterations: int = 5,
+    abort: dict | None = None,
 ):
     """Build a DER environment on the bundled SimBench year.
 
@@ -62,6 +64,7 @@ def make_ders(
         weights: default weights of energy_cost, losses, voltage, discomfort, fairness
             (chosen so that each term is of order one per step).
         distflow_iterations: sweeps of the nonlinear solver.
+        abort: bounds that end an episode, e.g. ``{"min_battery_soc": (0.2, 1.0)}``.
     """
     if scenario not in SCENARIOS:
         raise ValueError(f"unknown DER scenario {scenario!r}; expected one of {list(SCENARIOS)}")
@@ -150,6 +153,7 @@ def make_ders(
         v_upper=np.float64(1.05),
         dt_h=np.float64(24.0 / steps_per_day),
         solver=np.int32(SOLVERS[solver]),
+        abort=AbortConditions.create(DERs.abort_names, **(abort or {})),
         scalarisation=Scalarisation.create(5, "weighted_sum", list(weights)),
     )
     params = jax.tree_util.tree_map(jnp.asarray, params)

@@ -54,6 +54,7 @@ from jaxgrid.grid.distflow import distflow
 from jaxgrid.grid.feeder import Feeder
 from jaxgrid.grid.limits import branch_loading, voltage_violation_pu
 from jaxgrid.grid.lindistflow import lindistflow
+from jaxgrid.rewards.abort import AbortConditions
 from jaxgrid.rewards.equity import hoover
 from jaxgrid.rewards.scalarise import Scalarisation
 from jaxgrid.types import Array, float_dtype
@@ -90,6 +91,7 @@ class DERsParams:
     ev_arrival_range, ev_stay_range: ``(n_ev, 2)`` int32 inclusive ranges, steps.
     price_column: ``()`` int32 price series for the energy cost.
     v_lower, v_upper: voltage band; dt_h: step, hours; solver: ``()`` int32.
+    abort: bounds on bus voltages and battery SOCs (off by default).
     scalarisation: how the objectives become the reward.
     """
 
@@ -117,6 +119,7 @@ class DERsParams:
     v_upper: Array
     dt_h: Array
     solver: Array
+    abort: AbortConditions
     scalarisation: Scalarisation
 
 
@@ -125,6 +128,7 @@ class DERs(Environment):
 
     objective_names = ("energy_cost", "losses", "voltage", "discomfort", "fairness")
     cost_names = ("voltage_band", "thermal", "device_limits")
+    abort_names = ("min_vm_pu", "max_vm_pu", "min_battery_soc", "max_battery_soc")
 
     def __init__(
         self,
@@ -376,6 +380,11 @@ class DERs(Environment):
             ],
             axis=1,
         )
+
+    def abort_values(self, state: DERsState, params: DERsParams):
+        """Lowest and highest bus voltage (pu), lowest and highest battery SOC."""
+        soc = state.battery_soc
+        return jnp.stack([jnp.min(state.vm_pu), jnp.max(state.vm_pu), jnp.min(soc), jnp.max(soc)])
 
     def world_state(self, state: DERsState, params: DERsParams):
         """All bus voltages, device states and the time of day."""

@@ -12,6 +12,7 @@ from jaxgrid.envs.dso.baselines import evening_shift, no_control
 from jaxgrid.envs.dso.env import DISTFLOW, DSO, LINDISTFLOW, DSOParams, DSOState
 from jaxgrid.grid import cases
 from jaxgrid.registry import register
+from jaxgrid.rewards.abort import AbortConditions
 from jaxgrid.rewards.scalarise import Scalarisation
 
 # PowerZoo's DSO task: (bus number, curtailment and shift capacity in MW)
@@ -28,6 +29,7 @@ def make_dso(
     v_band: tuple[float, float] = (0.94, 1.06),
     deferral_weight: float = 0.1,
     distflow_iterations: int = 5,
+    abort: dict | None = None,
     name: str = "dso33-v0",
 ):
     """Build the DSO environment on case33bw and the bundled SimBench year.
@@ -42,6 +44,7 @@ def make_dso(
         v_band: voltage band of the cost, pu.
         deferral_weight: weight of the deferral objective in the default reward.
         distflow_iterations: sweeps of the nonlinear solver.
+        abort: bounds that end an episode, e.g. ``{"min_vm_pu": (0.85, inf)}``.
     """
     if solver not in SOLVERS:
         raise ValueError(f"unknown solver {solver!r}; expected one of {list(SOLVERS)}")
@@ -63,6 +66,7 @@ def make_dso(
         v_upper=np.float64(v_band[1]),
         dt_h=np.float64(24.0 / steps_per_day),
         solver=np.int32(SOLVERS[solver]),
+        abort=AbortConditions.create(DSO.abort_names, **(abort or {})),
         scalarisation=Scalarisation.create(3, "weighted_sum", [1.0, 1.0, deferral_weight]),
     )
     params = jax.tree_util.tree_map(jnp.asarray, params)

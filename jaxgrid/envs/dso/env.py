@@ -45,6 +45,7 @@ from jaxgrid.grid.distflow import distflow
 from jaxgrid.grid.feeder import Feeder
 from jaxgrid.grid.limits import voltage_violation_pu
 from jaxgrid.grid.lindistflow import lindistflow
+from jaxgrid.rewards.abort import AbortConditions
 from jaxgrid.rewards.scalarise import Scalarisation
 from jaxgrid.types import Array, float_dtype
 
@@ -74,6 +75,7 @@ class DSOParams:
     v_lower, v_upper: ``()`` voltage band, pu.
     dt_h: ``()`` step length, hours.
     solver: ``()`` int32 ``LINDISTFLOW`` or ``DISTFLOW``.
+    abort: bounds on the lowest and highest bus voltage (off by default).
     scalarisation: how the objectives become the reward.
     """
 
@@ -87,6 +89,7 @@ class DSOParams:
     v_upper: Array
     dt_h: Array
     solver: Array
+    abort: AbortConditions
     scalarisation: Scalarisation
 
 
@@ -97,6 +100,7 @@ class DSO(Environment):
     agent_types = ("operator",)
     objective_names = ("losses", "curtailment", "deferral")
     cost_names = ("voltage_band",)
+    abort_names = ("min_vm_pu", "max_vm_pu")
 
     def __init__(
         self,
@@ -152,6 +156,10 @@ class DSO(Environment):
             "no_control": no_control(self.n_flex),
             "evening_shift": evening_shift(self.n_flex),
         }
+
+    def abort_values(self, state, params):
+        """Lowest and highest bus voltage of the last power flow, pu."""
+        return jnp.stack([jnp.min(state.vm_pu), jnp.max(state.vm_pu)])
 
     def observe(self, state: DSOState, params: DSOParams):
         p, q = self.loads(state.start + state.time, params)

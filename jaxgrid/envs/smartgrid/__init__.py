@@ -238,11 +238,16 @@ _variant("smartgrid-daily-v0", period="daily")
 _variant("smartgrid-medium-v0", households=80, offices=19)
 
 
-def make_smartgrid33(buildings_per_agent: float = 6.0, background_share: float = 0.5, **society):
-    """``smartgrid-v0``'s society on case33bw (see :mod:`.on_feeder`); ``society`` takes
-    :func:`make_smartgrid`'s arguments."""
+def make_smartgrid33(
+    buildings_per_agent: float = 6.0,
+    background_share: float = 0.5,
+    abort: dict | None = None,
+    **society,
+):
+    """``smartgrid-v0``'s society on case33bw (see :mod:`.on_feeder`); ``abort`` bounds the
+    bus voltages, ``society`` takes :func:`make_smartgrid`'s arguments."""
     env, params = make_smartgrid(**{"name": "smartgrid-v0", **society})
-    return on_case33bw(env, params, buildings_per_agent, background_share)
+    return on_case33bw(env, params, buildings_per_agent, background_share, abort)
 
 
 register("smartgrid33-v0", make_smartgrid33)

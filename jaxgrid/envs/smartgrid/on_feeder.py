@@ -24,6 +24,7 @@ from jaxgrid.envs.smartgrid.types import SmartgridParams, SmartgridState
 from jaxgrid.grid.distflow import distflow
 from jaxgrid.grid.feeder import Feeder
 from jaxgrid.grid.limits import branch_loading, voltage_violation_pu
+from jaxgrid.rewards.abort import AbortConditions
 from jaxgrid.types import Array
 
 
@@ -43,6 +44,7 @@ class FeederParams:
     background_share: ``()`` share of the feeder's base load drawn besides the agents.
     power_factor: ``()`` of the buildings' draw.
     v_lower, v_upper: ``()`` voltage band, pu.
+    abort: bounds on the lowest and highest bus voltage (off by default).
     """
 
     society: SmartgridParams
@@ -53,12 +55,14 @@ class FeederParams:
     power_factor: Array
     v_lower: Array
     v_upper: Array
+    abort: AbortConditions
 
 
 class SmartGridOnFeeder(Environment):
     """EthicalSmartGrid's society on a feeder (see the module docstring)."""
 
     cost_names = ("voltage_band", "thermal")
+    abort_names = ("min_vm_pu", "max_vm_pu")
 
     def __init__(
         self,
@@ -144,6 +148,10 @@ class SmartGridOnFeeder(Environment):
             objective_mask=inner.objective_mask,
         )
 
+    def abort_values(self, state, params):
+        """Lowest and highest bus voltage of the last power flow, pu."""
+        return jnp.stack([jnp.min(state.vm_pu), jnp.max(state.vm_pu)])
+
     def world_state(self, state: FeederState, params: FeederParams):
         return jnp.concatenate(
             [self.society.world_state(state.society, params.society), state.vm_pu]
@@ -158,6 +166,7 @@ def on_case33bw(
     params: SmartgridParams,
     buildings_per_agent: float = 6.0,
     background_share: float = 0.5,
+    abort: dict | None = None,
 ):
     """Place a smartgrid society on case33bw: agent ``i`` at the ``i``-th load bus."""
     import numpy as np
@@ -180,6 +189,7 @@ def on_case33bw(
         power_factor=np.float64(0.95),
         v_lower=np.float64(0.95),
         v_upper=np.float64(1.05),
+        abort=AbortConditions.create(SmartGridOnFeeder.abort_names, **(abort or {})),
     )
     fp = jax.tree_util.tree_map(jnp.asarray, fp)
     return SmartGridOnFeeder(society, fp), fp

@@ -17,6 +17,7 @@ from jaxgrid.envs.voltage.types import SOLVERS, VoltageParams, VoltageState
 from jaxgrid.envs.voltage.zones import spread_buses, voronoi_zones
 from jaxgrid.grid import cases
 from jaxgrid.registry import register
+from jaxgrid.rewards.abort import AbortConditions
 from jaxgrid.rewards.scalarise import Scalarisation
 from jaxgrid.rewards.voltage_barrier import BARRIERS
 
@@ -43,6 +44,7 @@ def make_voltage(
     load_scale: float | None = None,
     distflow_iterations: int = 10,
     profiles: str = "simbench",
+    abort: dict | None = None,
     seed: int = 0,
 ):
     """Build a voltage control environment and its default params.
@@ -55,6 +57,7 @@ def make_voltage(
         load_scale: multiplier of every load (default: the scenario's).
         distflow_iterations: sweeps of the nonlinear solver.
         profiles: ``"simbench"`` (the bundled measured year) or ``"synthetic"``.
+        abort: bounds that end an episode, e.g. ``{"min_vm_pu": (0.8, inf)}``.
         seed: seed of the synthetic profiles.
     """
     if scenario not in SCENARIOS:
@@ -94,6 +97,7 @@ def make_voltage(
         v_upper=np.float32(1.05),
         barrier=np.int32(BARRIERS[barrier]),
         solver=np.int32(SOLVERS[solver]),
+        abort=AbortConditions.create(VoltageControl.abort_names, **(abort or {})),
         scalarisation=Scalarisation.create(2, "weighted_sum", [1.0, q_weight]),
     )
     params = jax.tree_util.tree_map(jnp.asarray, params)

@@ -58,6 +58,7 @@ class VoltageControl(Environment):
 
     objective_names = ("voltage", "reactive_power")
     cost_names = ("voltage_band",)
+    abort_names = ("min_vm_pu", "max_vm_pu")
 
     def __init__(
         self,
@@ -178,6 +179,10 @@ class VoltageControl(Environment):
             "no_control": no_control,
             "droop": volt_var_droop(params),
         }
+
+    def abort_values(self, state, params):
+        """Lowest and highest bus voltage of the last power flow, pu."""
+        return jnp.stack([jnp.min(state.vm_pu), jnp.max(state.vm_pu)])
 
     def world_state(self, state: VoltageState, params: VoltageParams):
         """Global critic view: every bus's load P, Q and voltage, PV power and q, time of day."""

@@ -6,6 +6,7 @@ from flax import struct
 
 from jaxgrid.data.profiles import Profiles
 from jaxgrid.grid.feeder import Feeder
+from jaxgrid.rewards.abort import AbortConditions
 from jaxgrid.rewards.scalarise import Scalarisation
 from jaxgrid.types import Array
 
@@ -47,6 +48,7 @@ class VoltageParams:
         v_ref, v_lower, v_upper: ``()`` reference voltage and band, pu.
         barrier: ``()`` int32 voltage barrier (:mod:`jaxgrid.rewards.voltage_barrier`).
         solver: ``()`` int32 ``LINDISTFLOW`` or ``DISTFLOW``.
+        abort: bounds on the lowest and highest bus voltage (off by default).
         scalarisation: how the objectives become the reward.
     """
 
@@ -65,4 +67,5 @@ class VoltageParams:
     v_upper: Array
     barrier: Array
     solver: Array
+    abort: AbortConditions
     scalarisation: Scalarisation
