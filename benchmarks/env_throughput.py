@@ -1,0 +1,147 @@
+"""Throughput of every registered environment: env-steps/s at 1, 256 and 4096 environments.
+
+    python benchmarks/env_throughput.py [--quick] [--envs NAME ...] [--out FILE]
+
+Each run steps a batch of environments with ``env.step_batch`` (``vmap(step)`` that
+resets only when an episode ended) in a jitted ``lax.scan``; uniform random actions and
+step keys are drawn before each timed run, and every observation and reward is consumed
+(summed) so that XLA computes all of them. Feeder environments run with ``lindistflow``
+and with ``distflow``. Median of repeated runs after compilation; compile time apart.
+On a CPU the batch is split over one XLA host device per core.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+import warnings
+from pathlib import Path
+
+SOLVER_ENVS = (
+    "voltage33-v0",
+    "voltage69-v0",
+    "voltage141-v0",
+    "dso33-v0",
+    "ders33-v0",
+    "ders141-v0",
+)
+BATCHES = ((1, 500), (256, 100), (4096, 20))  # (environments, steps per timed run)
+
+
+def _setup_devices() -> None:
+    n = os.cpu_count() or 1
+    flags = os.environ.get("XLA_FLAGS", "")
+    if "xla_force_host_platform_device_count" not in flags:
+        os.environ["XLA_FLAGS"] = f"{flags} --xla_force_host_platform_device_count={n}".strip()
+
+
+def measure(name: str, overrides: dict, num_envs: int, steps: int, repeats: int):
+    """``(env-steps/s, compile s)`` for one environment configuration."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+    import jaxgrid
+
+    env, params = jaxgrid.make(name, **overrides)
+    space = env.action_space(params)
+    devices = jax.devices()
+    shard = len(devices) > 1 and num_envs % len(devices) == 0
+    mesh = Mesh(devices, ("envs",)) if shard else None
+
+    def run(state, actions, keys):
+        def body(state, xs):
+            action, key = xs
+            obs, state, reward, *_ = env.step_batch(key, state, action, params)
+            leaves = jax.tree_util.tree_leaves(obs)
+            return state, sum(jnp.sum(x.reshape(num_envs, -1), axis=1) for x in leaves) + jnp.sum(
+                reward, axis=1
+            )
+
+        return jax.lax.scan(body, state, (actions, keys))
+
+    @jax.jit
+    def draws(key):
+        k_act, k_step = jax.random.split(key)
+        actions = jax.vmap(jax.vmap(space.sample))(
+            jax.random.split(k_act, steps * num_envs).reshape(steps, num_envs, -1)
+        )
+        keys = jax.random.split(k_step, steps * num_envs).reshape(steps, num_envs, -1)
+        return actions, keys
+
+    def place(tree, spec):
+        if mesh is None:
+            return tree
+        return jax.device_put(tree, NamedSharding(mesh, spec))
+
+    _, state = jax.jit(jax.vmap(env.reset, in_axes=(0, None)))(
+        jax.random.split(jax.random.PRNGKey(0), num_envs), params
+    )
+    state = place(state, PartitionSpec("envs"))
+    rollout = jax.jit(run)
+    actions, keys = place(draws(jax.random.PRNGKey(1)), PartitionSpec(None, "envs"))
+    t0 = time.perf_counter()
+    state, _ = jax.block_until_ready(rollout(state, actions, keys))
+    compile_s = time.perf_counter() - t0
+    times = []
+    for r in range(repeats):
+        actions, keys = jax.block_until_ready(
+            place(draws(jax.random.PRNGKey(2 + r)), PartitionSpec(None, "envs"))
+        )
+        t0 = time.perf_counter()
+        state, _ = jax.block_until_ready(rollout(state, actions, keys))
+        times.append(time.perf_counter() - t0)
+    return num_envs * steps / float(np.median(times)), compile_s
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--quick", action="store_true", help="fewer steps and repeats")
+    parser.add_argument("--envs", nargs="*", help="only these environments")
+    parser.add_argument("--out", help="also write the table to this markdown file")
+    args = parser.parse_args(argv)
+    _setup_devices()
+    warnings.simplefilter("ignore")
+    import jax
+
+    import jaxgrid
+
+    names = args.envs or [n for n in jaxgrid.list_envs()]
+    lines = [
+        f"env-steps/s on {jax.devices()[0].device_kind} ({os.cpu_count()} cores, {len(jax.devices())} XLA "
+        "devices), median of repeated runs; compile seconds at 4096 environments.",
+        "",
+        "| environment | solver | agents | 1 env | 256 envs | 4096 envs | compile s |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for name in names:
+        solvers = ("lindistflow", "distflow") if name in SOLVER_ENVS else (None,)
+        for solver in solvers:
+            overrides = {"solver": solver} if solver else {}
+            env, _ = jaxgrid.make(name, **overrides)
+            cells, compile_s = [], 0.0
+            for num_envs, steps in BATCHES:
+                steps = max(steps // 5, 4) if args.quick else steps
+                rate, compile_s = measure(name, overrides, num_envs, steps, 3 if args.quick else 7)
+                cells.append(f"{rate:.3g}")
+            line = (
+                f"| {name} | {solver or '-'} | {env.num_agents} | "
+                + " | ".join(cells)
+                + f" | {compile_s:.1f} |"
+            )
+            print(line, flush=True)
+            lines.append(line)
+    text = "\n".join(lines)
+    print("\n" + text)
+    if args.out:
+        Path(args.out).write_text(text + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
