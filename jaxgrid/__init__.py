@@ -1,9 +1,14 @@
 """jaxgrid: JAX-native, jittable multi-agent smart-grid environments for reinforcement learning."""
 
-from jaxgrid import envs, grid, rewards, spaces  # envs: importing it registers the environments
-from jaxgrid.env import Environment, Transition
-from jaxgrid.registry import list_envs, make, register
-from jaxgrid.rollout import Trajectory, rollout
+from jaxgrid._xla_flags import avoid_cpu_scheduler_hang
+
+avoid_cpu_scheduler_hang()  # before JAX starts its backend
+
+# envs: importing it registers the environments
+from jaxgrid import envs, grid, rewards, spaces  # noqa: E402
+from jaxgrid.env import Environment, Transition  # noqa: E402
+from jaxgrid.registry import list_envs, make, register  # noqa: E402
+from jaxgrid.rollout import Trajectory, rollout  # noqa: E402
 
 __version__ = "0.1.0"
 
