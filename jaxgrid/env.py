@@ -136,6 +136,11 @@ class Environment(abc.ABC, Generic[TState, TParams]):
         space = self.action_space(params)
         return {"random": lambda key, obs: space.sample(key)}
 
+    def oracle_return(self, params: TParams, state: TState) -> float | None:
+        """The best return (mean over agents) an episode from ``state`` can earn with
+        perfect foresight, or ``None`` where no oracle exists. Runs on the host, untraced."""
+        return None
+
     def abort_values(self, state: TState, params: TParams) -> Array:
         """``(len(abort_names),)`` values of the abort variables in ``state``."""
         raise NotImplementedError(f"{self.name} names abort variables but does not compute them")

@@ -10,7 +10,7 @@ from jaxgrid.data.simbench import PRICE_NAMES, simbench_profiles
 from jaxgrid.devices.battery import BatteryParams
 from jaxgrid.envs.arbitrage.baselines import idle, price_threshold
 from jaxgrid.envs.arbitrage.env import Arbitrage, ArbitrageParams, ArbitrageState
-from jaxgrid.envs.arbitrage.oracle import Schedule, optimal_schedule
+from jaxgrid.envs.arbitrage.oracle import Schedule, episode_oracle, optimal_schedule
 from jaxgrid.registry import register
 from jaxgrid.rewards.abort import AbortConditions
 from jaxgrid.rewards.scalarise import Scalarisation
@@ -78,23 +78,6 @@ def make_arbitrage(
         name=name,
     )
     return env, params
-
-
-def episode_oracle(env: Arbitrage, params: ArbitrageParams, start: int) -> Schedule:
-    """The perfect-foresight optimum of the episode that starts at profile row ``start``."""
-    b = jax.tree_util.tree_map(lambda x: float(np.asarray(x).reshape(-1)[0]), params.battery)
-    return optimal_schedule(
-        np.asarray(env.prices(start, params, env.horizon)),
-        dt_h=float(params.dt_h),
-        capacity_mwh=b.capacity_mwh,
-        p_max_mw=b.p_max_mw,
-        eta_charge=b.eta_charge,
-        eta_discharge=b.eta_discharge,
-        soc_min=b.soc_min,
-        soc_max=b.soc_max,
-        degradation_cost=b.degradation_cost,
-        initial_soc=float(np.asarray(params.initial_soc)[0]),
-    )
 
 
 register("arbitrage-v0", make_arbitrage)

@@ -17,7 +17,9 @@ minus the degradation cost of the throughput. Default reward: their sum.
 
 **Cost.** ``device_limits``: requested power the battery could not enact, MW.
 
-**Episode.** ``horizon`` steps from a day drawn from ``profiles.days``; truncated.
+**Episode.** ``horizon`` steps from a day drawn from ``profiles.days``; then it
+terminates: the day is the whole task (the agent sees the time of day), and energy left in
+the battery is worth nothing, as in the oracle, so a learner must not bootstrap past it.
 
 A perfect-foresight optimum of the same episode is :func:`.oracle.optimal_schedule`, so a
 policy's profit can be reported as a share of the best possible.
@@ -26,6 +28,7 @@ policy's profit can be reported as a share of the best possible.
 from __future__ import annotations
 
 import jax.numpy as jnp
+import numpy as np
 from flax import struct
 
 from jaxgrid import spaces
@@ -33,8 +36,9 @@ from jaxgrid.data.profiles import Profiles, sample_start
 from jaxgrid.devices.battery import BatteryParams, battery_step
 from jaxgrid.env import Environment, Transition
 from jaxgrid.envs.arbitrage.baselines import idle, price_threshold
+from jaxgrid.envs.arbitrage.oracle import episode_oracle
 from jaxgrid.rewards.abort import AbortConditions
-from jaxgrid.rewards.scalarise import Scalarisation
+from jaxgrid.rewards.scalarise import WEIGHTED_SUM, Scalarisation
 from jaxgrid.types import Array, float_dtype
 
 PRICE_SCALE = 100.0  # observed prices are divided by this
@@ -111,6 +115,16 @@ class Arbitrage(Environment):
         """Random, idle (no control) and a price-threshold heuristic."""
         return {**super().baselines(params), "idle": idle, "threshold": price_threshold()}
 
+    def oracle_return(self, params: ArbitrageParams, state: ArbitrageState) -> float:
+        """The perfect-foresight optimum of the episode from ``state`` (an unbatched reset state),
+        for the default reward (profit plus degradation objectives, equal weights)."""
+        weights = np.asarray(params.scalarisation.weights)
+        if int(params.scalarisation.method) != WEIGHTED_SUM or not np.allclose(weights, 1.0):
+            raise ValueError(
+                "the arbitrage oracle knows only the default reward (sum of objectives)"
+            )
+        return episode_oracle(self, params, int(state.start)).profit
+
     def observe(self, state: ArbitrageState, params: ArbitrageParams):
         row = state.start + state.time
         steps_per_day = jnp.round(24.0 / params.dt_h)
@@ -140,7 +154,7 @@ class Arbitrage(Environment):
             state=new_state,
             reward_vector=jnp.stack([profit, -step.degradation], axis=1),
             costs=step.clipped_mw[:, None],
-            terminated=jnp.zeros((), bool),
-            truncated=new_state.time >= self.horizon,
+            terminated=new_state.time >= self.horizon,
+            truncated=jnp.zeros((), bool),
             info={"soc": step.soc, "p_mw": step.p_mw, "price": price},
         )

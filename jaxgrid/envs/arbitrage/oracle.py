@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+import jax
 import numpy as np
 from scipy.optimize import Bounds, LinearConstraint, milp
 
@@ -76,3 +77,20 @@ def optimal_schedule(
         raise RuntimeError(f"the arbitrage oracle did not solve: {result.message}")
     x = result.x
     return Schedule(profit=-float(result.fun), p_mw=x[c] - x[d], soc=x[s])
+
+
+def episode_oracle(env, params, start: int) -> Schedule:
+    """The perfect-foresight optimum of the episode that starts at profile row ``start``."""
+    b = jax.tree_util.tree_map(lambda x: float(np.asarray(x).reshape(-1)[0]), params.battery)
+    return optimal_schedule(
+        np.asarray(env.prices(start, params, env.horizon)),
+        dt_h=float(params.dt_h),
+        capacity_mwh=b.capacity_mwh,
+        p_max_mw=b.p_max_mw,
+        eta_charge=b.eta_charge,
+        eta_discharge=b.eta_discharge,
+        soc_min=b.soc_min,
+        soc_max=b.soc_max,
+        degradation_cost=b.degradation_cost,
+        initial_soc=float(np.asarray(params.initial_soc)[0]),
+    )
