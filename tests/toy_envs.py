@@ -130,3 +130,77 @@ class WrongCostShape(Tanks):
     def transition(self, key, state, action, params):
         tr = super().transition(key, state, action, params)
         return tr._replace(costs=jnp.concatenate([tr.costs, tr.costs], axis=1))
+
+
+@struct.dataclass
+class DoorsState:
+    time: jax.Array  # () int32
+
+
+@struct.dataclass
+class DoorsParams:
+    value: jax.Array  # (n_doors,) reward of each door
+    scalarisation: Scalarisation
+
+
+class Doors(Environment):
+    """Discrete choices under an action mask that changes with time.
+
+    Each agent opens one of four doors worth ``params.value``; the best door (2) is locked
+    on odd steps, when the best open door is 1. Opening a locked door pays -10 and counts
+    in ``info["locked_opened"]``. Observation: ``{"observation": (n, 2), "action_mask": (n, 4)}``.
+    """
+
+    objective_names = ("value",)
+    cost_names = ()
+
+    def __init__(self, num_agents: int = 2, horizon: int = 8):
+        self.agents = tuple(f"door_{i}" for i in range(num_agents))
+        self.agent_types = ("door",) * num_agents
+        self.horizon = horizon
+
+    def default_params(self):
+        return DoorsParams(
+            value=jnp.array([0.1, 0.5, 1.0, 0.2]), scalarisation=Scalarisation.create(1)
+        )
+
+    def observation_space(self, params):
+        n = self.num_agents
+        return spaces.Dict(
+            {
+                "observation": spaces.Box(0.0, 1.0, (n, 2)),
+                "action_mask": spaces.MultiDiscrete(np.full((n, 4), 2), jnp.bool_),
+            }
+        )
+
+    def action_space(self, params):
+        return spaces.Discrete(4, (self.num_agents,))
+
+    def _mask(self, state):
+        locked = state.time % 2 == 1
+        return jnp.broadcast_to(
+            jnp.array([True, True, True, True]).at[2].set(~locked), (self.num_agents, 4)
+        )
+
+    def observe(self, state, params):
+        odd = (state.time % 2).astype(jnp.float32)
+        features = jnp.broadcast_to(jnp.stack([odd, 1.0 - odd]), (self.num_agents, 2))
+        return {"observation": features, "action_mask": self._mask(state)}
+
+    def reset_env(self, key, params):
+        state = DoorsState(time=jnp.zeros((), jnp.int32))
+        return self.observe(state, params), state
+
+    def transition(self, key, state, action, params):
+        allowed = jnp.take_along_axis(self._mask(state), action[:, None], axis=1)[:, 0]
+        reward = jnp.where(allowed, params.value[action], -10.0)
+        state = DoorsState(time=state.time + 1)
+        return Transition(
+            obs=self.observe(state, params),
+            state=state,
+            reward_vector=reward[:, None],
+            costs=jnp.zeros((self.num_agents, 0)),
+            terminated=jnp.zeros((), bool),
+            truncated=state.time >= self.horizon,
+            info={"locked_opened": jnp.sum(~allowed)},
+        )

@@ -1,0 +1,428 @@
+"""Proximal policy optimisation in one compiled program (after PureJaxRL).
+
+``make_train(config, env, params)`` returns :class:`TrainFns`; ``train(key)`` runs the
+whole training — rollouts, advantage estimation, minibatch updates — in one
+``lax.scan`` and is jittable and vmappable over keys (seeds) and over ``params`` (scenarios,
+reward weightings). The functions below read in the order they run:
+
+1. ``init``: networks, optimiser, environments, normalisation statistics;
+2. ``env_step``: act in every environment (``env.step_batch``), remember the transition;
+3. ``update_step``: a rollout of ``num_steps``, truncation-aware GAE
+   (:mod:`jaxgrid.train.gae`), then ``update_epochs`` passes of minibatch updates of the
+   clipped surrogate, clipped value loss and entropy bonus;
+4. ``run_updates``: a scan of update steps that logs every ``log_every``-th through a host
+   callback; ``train``: ``init`` then all ``num_updates`` of them. A checkpointing driver
+   (:mod:`jaxgrid.train.run`) calls ``run_updates`` in chunks instead.
+
+Agents are a batch axis: observations ``(envs, agents, obs_dim)``, one network per agent
+type (:mod:`jaxgrid.train.networks`). Single-agent PPO runs on the centralised view of an
+environment (:class:`jaxgrid.wrappers.CentralisedWrapper`); IPPO (:mod:`.ippo`) on the
+agents themselves with agent-id features.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import distrax
+import jax
+import jax.numpy as jnp
+import optax
+from flax import struct
+from flax.training.train_state import TrainState
+from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+from jaxgrid import spaces
+from jaxgrid.env import Environment
+from jaxgrid.train.distributions import BoundedPolicy, n_outputs
+from jaxgrid.train.gae import gae
+from jaxgrid.train.networks import ActorCritic
+from jaxgrid.train.normalize import RunningStats
+from jaxgrid.wrappers import CentralisedWrapper, LogWrapper
+
+
+@dataclasses.dataclass(frozen=True)
+class PPOConfig:
+    """Hyper-parameters (static: they shape the program)."""
+
+    total_steps: int = 1_000_000  # environment steps over the whole training
+    num_envs: int = 64
+    num_steps: int = 128  # rollout length per update
+    update_epochs: int = 4
+    num_minibatches: int = 4
+    gamma: float = 0.99
+    gae_lambda: float = 0.95
+    clip_eps: float = 0.2
+    value_clip_eps: float | None = 0.2  # None: no value clipping
+    ent_coef: float = 0.0
+    vf_coef: float = 0.5
+    max_grad_norm: float = 0.5
+    lr: float = 3e-4
+    anneal_lr: bool = True
+    hidden: tuple[int, ...] = (64, 64)
+    distribution: str = "beta"  # or "gaussian" for Box actions
+    normalize_obs: bool = True
+    normalize_reward: bool = True
+    agent_ids: bool = True
+    shard_envs: bool = True  # split the environments over all local devices
+    log_every: int = 0  # call the log function every this many updates (0: never)
+
+    @property
+    def num_updates(self) -> int:
+        return max(self.total_steps // (self.num_steps * self.num_envs), 1)
+
+    def __post_init__(self):
+        if self.num_envs * self.num_steps % self.num_minibatches:
+            raise ValueError("num_envs * num_steps must be divisible by num_minibatches")
+        if self.distribution not in ("beta", "gaussian"):
+            raise ValueError(
+                f"distribution must be 'beta' or 'gaussian', got {self.distribution!r}"
+            )
+
+
+@struct.dataclass
+class Runner:
+    """Everything that changes during training (a checkpoint saves all of it)."""
+
+    train_state: TrainState
+    env_state: Any
+    obs: Any
+    obs_stats: RunningStats
+    return_stats: RunningStats
+    discounted_return: jax.Array  # (envs, agents) running discounted return, for reward scaling
+    key: jax.Array
+    update: jax.Array  # () int32 updates done
+    member: jax.Array  # () int32 which member of a sweep (seed, scenario) this run is
+
+
+class TrainFns(NamedTuple):
+    init: Callable  # (key, params=default, member=0) -> Runner
+    update_step: Callable  # (Runner, params) -> (Runner, metrics)
+    run_updates: Callable  # (Runner, params, count, first=0) -> (Runner, metrics stacked)
+    train: Callable  # (key, params=default, member=0) -> (Runner, metrics stacked over updates)
+    policy: Callable  # (Runner) -> policy(key, obs) for evaluation
+    env: Environment  # the environment as given (the policy acts on its observations)
+    config: PPOConfig
+
+
+class Transition(NamedTuple):
+    obs: jax.Array
+    raw_action: jax.Array
+    mask: jax.Array | None
+    log_prob: jax.Array
+    value: jax.Array
+    next_value: jax.Array
+    reward: jax.Array
+    terminated: jax.Array
+    truncated: jax.Array
+    info: dict
+
+
+def _split_obs(obs):
+    """``(features, action_mask or None)`` of an array or ``{"observation", "action_mask"}`` dict."""
+    if isinstance(obs, dict):
+        return obs["observation"], obs.get("action_mask")
+    return obs, None
+
+
+def make_train(
+    config: PPOConfig,
+    env: Environment,
+    params: Any = None,
+    log: Callable[[dict], None] | None = None,
+    centralise: bool = True,
+) -> TrainFns:
+    """PPO for ``env`` (centralised to one agent when ``centralise``); see the module docstring."""
+    user_env = env
+    centralise = centralise and env.num_agents > 1
+    if centralise:
+        env = CentralisedWrapper(env)
+    env = LogWrapper(env)
+    default_params = env.default_params() if params is None else params
+    space = env.action_space(default_params)
+    discrete = isinstance(space, spaces.Discrete)
+    n = env.num_agents
+    type_names = sorted(set(env.agent_types), key=env.agent_types.index)
+    agent_type = tuple(type_names.index(t) for t in env.agent_types)
+    if discrete:
+        n_out = space.n
+    elif isinstance(space, spaces.Box):
+        n_out = n_outputs(config.distribution, space.shape[-1])
+    else:
+        raise ValueError(f"PPO supports Box and Discrete action spaces, not {space}")
+    network = ActorCritic(
+        agent_type=agent_type, n_out=n_out, hidden=config.hidden, agent_ids=config.agent_ids
+    )
+    n_updates = config.num_updates
+    minibatch = config.num_envs * config.num_steps // config.num_minibatches
+    devices = jax.devices()
+    mesh = (
+        Mesh(devices, ("envs",))
+        if config.shard_envs and len(devices) > 1 and config.num_envs % len(devices) == 0
+        else None
+    )
+
+    def shard(tree):
+        """Split the leading (environment) axis over the local devices."""
+        if mesh is None:
+            return tree
+        return jax.lax.with_sharding_constraint(tree, NamedSharding(mesh, PartitionSpec("envs")))
+
+    def distribution(out, log_std, mask, env_params):
+        if discrete:
+            logits = out if mask is None else jnp.where(mask, out, -1e9)
+            return distrax.Categorical(logits=logits)
+        low, high = env.action_space(env_params)._bounds()
+        return BoundedPolicy(config.distribution, out, log_std, low, high)
+
+    def sample(dist, key):
+        if discrete:
+            action = dist.sample(seed=key)
+            return action, action
+        return dist.sample(key)
+
+    def log_prob(dist, raw):
+        return dist.log_prob(raw)
+
+    # -- 1. init -----------------------------------------------------------------------
+
+    def init(key, env_params=default_params, member=0) -> Runner:
+        k_net, k_env, k_run = jax.random.split(key, 3)
+        obs, env_state = jax.vmap(env.reset, in_axes=(0, None))(
+            jax.random.split(k_env, config.num_envs), env_params
+        )
+        obs, env_state = shard((obs, env_state))
+        features, _ = _split_obs(obs)
+        net_params = {"net": network.init(k_net, features[0])}
+        if not discrete and config.distribution == "gaussian":
+            net_params["log_std"] = jnp.zeros(space.shape, features.dtype)
+        if config.anneal_lr:
+            total = n_updates * config.update_epochs * config.num_minibatches
+            lr = optax.linear_schedule(config.lr, 0.0, total)
+        else:
+            lr = config.lr
+        tx = optax.chain(optax.clip_by_global_norm(config.max_grad_norm), optax.adam(lr, eps=1e-5))
+        state = TrainState.create(apply_fn=network.apply, params=net_params, tx=tx)
+        return Runner(
+            train_state=state,
+            env_state=env_state,
+            obs=obs,
+            obs_stats=RunningStats.create(features.shape[-1:], features.dtype),
+            return_stats=RunningStats.create((), features.dtype),
+            discounted_return=jnp.zeros((config.num_envs, n), features.dtype),
+            key=k_run,
+            update=jnp.zeros((), jnp.int32),
+            member=jnp.asarray(member, jnp.int32),
+        )
+
+    def normalize(runner: Runner, features):
+        return runner.obs_stats.normalize(features) if config.normalize_obs else features
+
+    # -- 2. env_step ---------------------------------------------------------------------
+
+    def env_step(carry, _):
+        runner, env_params = carry
+        key, k_act, k_env = jax.random.split(runner.key, 3)
+        features, mask = _split_obs(runner.obs)
+        obs_n = normalize(runner, features)
+        p = runner.train_state.params
+        out, value = network.apply(p["net"], obs_n)
+        dist = distribution(out, p.get("log_std"), mask, env_params)
+        action, raw = sample(dist, k_act)
+        obs, env_state, reward, terminated, truncated, info = env.step_batch(
+            jax.random.split(k_env, config.num_envs), runner.env_state, action, env_params
+        )
+        obs, env_state = shard((obs, env_state))
+        final_features, _ = _split_obs(info["final_observation"])
+        _, next_value = network.apply(p["net"], normalize(runner, final_features))
+        done = (terminated | truncated)[:, None]
+        discounted = runner.discounted_return * config.gamma * (1.0 - done) + reward
+        return_stats = (
+            runner.return_stats.update(discounted)
+            if config.normalize_reward
+            else runner.return_stats
+        )
+        transition = Transition(
+            obs=obs_n,
+            raw_action=raw,
+            mask=mask,
+            log_prob=log_prob(dist, raw),
+            value=value,
+            next_value=next_value,
+            reward=reward,
+            terminated=jnp.broadcast_to(terminated[:, None], reward.shape),
+            truncated=jnp.broadcast_to(truncated[:, None], reward.shape),
+            info={
+                k: info[k]
+                for k in (
+                    "returned_episode",
+                    "episode_return",
+                    "episode_objectives",
+                    "episode_costs",
+                )
+            },
+        )
+        runner = runner.replace(
+            env_state=env_state,
+            obs=obs,
+            key=key,
+            return_stats=return_stats,
+            discounted_return=discounted,
+        )
+        return (runner, env_params), (transition, features)
+
+    # -- 3. update_step ------------------------------------------------------------------
+
+    def update_step(runner: Runner, env_params=default_params):
+        (runner, _), (traj, raw_features) = jax.lax.scan(
+            env_step, (runner, env_params), None, config.num_steps
+        )
+        reward = traj.reward
+        if config.normalize_reward:
+            reward = reward / jnp.sqrt(runner.return_stats.var + 1e-8)
+        advantages, targets = gae(
+            reward,
+            traj.value,
+            traj.next_value,
+            traj.terminated,
+            traj.truncated,
+            config.gamma,
+            config.gae_lambda,
+        )
+
+        def loss_fn(p, batch, advantages, targets):
+            out, value = network.apply(p["net"], batch.obs)
+            dist = distribution(out, p.get("log_std"), batch.mask, env_params)
+            new_log_prob = log_prob(dist, batch.raw_action)
+            ratio = jnp.exp(new_log_prob - batch.log_prob)
+            adv = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
+            surrogate = jnp.minimum(
+                ratio * adv, jnp.clip(ratio, 1 - config.clip_eps, 1 + config.clip_eps) * adv
+            )
+            actor_loss = -surrogate.mean()
+            value_loss = (value - targets) ** 2
+            if config.value_clip_eps is not None:
+                clipped = batch.value + jnp.clip(
+                    value - batch.value, -config.value_clip_eps, config.value_clip_eps
+                )
+                value_loss = jnp.maximum(value_loss, (clipped - targets) ** 2)
+            value_loss = 0.5 * value_loss.mean()
+            entropy = dist.entropy().mean()
+            total = actor_loss + config.vf_coef * value_loss - config.ent_coef * entropy
+            return total, (actor_loss, value_loss, entropy)
+
+        def update_epoch(carry, _):
+            state, key = carry
+            key, k_perm = jax.random.split(key)
+            batch = (traj._replace(info={}), advantages, targets)  # info: for metrics only
+            batch = jax.tree_util.tree_map(
+                lambda x: x.reshape((-1,) + x.shape[2:]), batch
+            )  # (T * E, ...)
+            perm = jax.random.permutation(k_perm, config.num_steps * config.num_envs)
+            batch = jax.tree_util.tree_map(
+                lambda x: x[perm].reshape((config.num_minibatches, minibatch) + x.shape[1:]), batch
+            )
+
+            def update_minibatch(state, mb):
+                b, adv, tgt = mb
+                grads, aux = jax.grad(loss_fn, has_aux=True)(state.params, b, adv, tgt)
+                return state.apply_gradients(grads=grads), aux
+
+            state, losses = jax.lax.scan(update_minibatch, state, batch)
+            return (state, key), losses
+
+        key, k_epochs = jax.random.split(runner.key)
+        (state, _), losses = jax.lax.scan(
+            update_epoch, (runner.train_state, k_epochs), None, config.update_epochs
+        )
+        obs_stats = (
+            runner.obs_stats.update(raw_features) if config.normalize_obs else runner.obs_stats
+        )
+        runner = runner.replace(
+            train_state=state, obs_stats=obs_stats, key=key, update=runner.update + 1
+        )
+        metrics = episode_metrics(traj.info)
+        metrics.update(
+            actor_loss=losses[0].mean(),
+            value_loss=losses[1].mean(),
+            entropy=losses[2].mean(),
+            env_steps=runner.update * config.num_steps * config.num_envs,
+            update=runner.update,
+            member=runner.member,
+        )
+        return runner, metrics
+
+    # -- 4. train ------------------------------------------------------------------------
+
+    def run_updates(runner: Runner, env_params=default_params, count=n_updates, first=0):
+        """``count`` update steps; every ``log_every``-th (counting from update ``first``, a
+        Python int) sends its metrics to ``log`` through a host callback."""
+
+        def step(carry, _):
+            runner, done = carry  # ``done`` stays unbatched under vmap, so the cond stays a cond
+            runner, metrics = update_step(runner, env_params)
+            if log is not None and config.log_every:
+                jax.lax.cond(
+                    (done + 1) % config.log_every == 0,
+                    lambda m: jax.debug.callback(log, m),
+                    lambda m: None,
+                    metrics,
+                )
+            return (runner, done + 1), metrics
+
+        (runner, _), metrics = jax.lax.scan(step, (runner, jnp.int32(first)), None, count)
+        return runner, metrics
+
+    def train(key, env_params=default_params, member=0):
+        return run_updates(init(key, env_params, member), env_params)
+
+    def policy(runner: Runner, deterministic: bool = True):
+        """The trained policy ``policy(key, obs) -> action`` for one (unwrapped) environment."""
+
+        def act(key, obs):
+            if centralise:
+                return act_on(key, obs.reshape(1, -1)).reshape(
+                    user_env.action_space(default_params).shape
+                )
+            return act_on(key, obs)
+
+        def act_on(key, obs):
+            features, mask = _split_obs(obs)
+            p = runner.train_state.params
+            out, _ = network.apply(p["net"], normalize(runner, features))
+            dist = distribution(out, p.get("log_std"), mask, default_params)
+            if discrete:
+                return dist.mode() if deterministic else dist.sample(seed=key)
+            return dist.mode() if deterministic else dist.sample(key)[0]
+
+        return act
+
+    return TrainFns(
+        init=init,
+        update_step=update_step,
+        run_updates=run_updates,
+        train=train,
+        policy=policy,
+        env=user_env,
+        config=config,
+    )
+
+
+def episode_metrics(info: dict) -> dict:
+    """Mean return, objectives and costs of the episodes that ended during a rollout."""
+    ended = info["returned_episode"]  # (T, E)
+    count = jnp.maximum(jnp.sum(ended), 1)
+
+    def mean_over_ended(x):  # x: (T, E, agents, ...) -> mean over ended episodes and agents
+        per_env = jnp.mean(x, axis=2)
+        mask = ended.reshape(ended.shape + (1,) * (per_env.ndim - 2))
+        return jnp.sum(jnp.where(mask, per_env, 0.0), axis=(0, 1)) / count
+
+    return {
+        "episodes": jnp.sum(ended),
+        "episode_return": mean_over_ended(info["episode_return"]),
+        "episode_objectives": mean_over_ended(info["episode_objectives"]),
+        "episode_costs": mean_over_ended(info["episode_costs"]),
+    }

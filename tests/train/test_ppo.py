@@ -1,0 +1,117 @@
+"""PPO and IPPO: learning on toy tasks with known optima, masks, per-type networks, traces."""
+
+import chex
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from toy_envs import Doors, Tanks
+
+from jaxgrid.train import ippo, ppo
+from jaxgrid.train.evaluate import evaluate
+
+KEY = jax.random.PRNGKey(0)
+
+
+def go_to_target(key, obs):
+    """The optimal tank policy, written independently: step towards the target level."""
+    return jnp.clip(0.5 - obs[:, :1], -0.2, 0.2)
+
+
+@pytest.mark.parametrize("algo", ["ppo", "ippo"])
+def test_learns_the_tank_task_close_to_the_hand_written_optimum(algo):
+    env = Tanks(num_agents=2, horizon=8)
+    params = env.default_params()
+    config = ppo.PPOConfig(
+        total_steps=120_000, num_envs=32, num_steps=32, hidden=(32, 32), lr=1e-3, gamma=0.9
+    )
+    make = ppo.make_train if algo == "ppo" else ippo.make_train
+    fns = make(config, env, params)
+    runner, metrics = jax.jit(fns.train)(KEY)
+    learned = evaluate(fns.policy(runner), env, params, KEY, episodes=64, test_days=False)
+    best = evaluate(go_to_target, env, params, KEY, episodes=64, test_days=False)
+    idle = evaluate(lambda k, o: jnp.zeros((2, 1)), env, params, KEY, episodes=64, test_days=False)
+    # the tracking objective of the optimum is far from doing nothing; PPO closes 80% of the gap
+    gap = best["objectives"]["tracking"] - idle["objectives"]["tracking"]
+    assert gap > 0.5
+    assert learned["objectives"]["tracking"] >= idle["objectives"]["tracking"] + 0.8 * gap
+    curve = np.asarray(metrics["episode_return"])
+    assert curve[-5:].mean() > curve[:5].mean()
+
+
+def test_masked_choices_are_never_taken_and_the_best_open_door_is_learned():
+    env = Doors(num_agents=2, horizon=8)
+    params = env.default_params()
+    config = ppo.PPOConfig(total_steps=40_000, num_envs=16, num_steps=16, hidden=(16,), lr=3e-3)
+    fns = ippo.make_train(config, env, params)
+    runner, metrics = jax.jit(fns.train)(KEY)
+    # any masked choice would pay -10: every training episode's return stays >= 0
+    returns = np.asarray(metrics["episode_return"])
+    assert np.all(returns[np.asarray(metrics["episodes"]) > 0] > 0)
+    result = evaluate(fns.policy(runner), env, params, KEY, episodes=8, test_days=False)
+    assert result["metrics"]["locked_opened"] == 0
+    # best possible: door 2 (1.0) on even steps, door 1 (0.5) on odd ones
+    assert result["return"] == pytest.approx(4 * 1.0 + 4 * 0.5, abs=1e-6)
+
+
+class TwoKinds(Tanks):
+    """Tanks of two device types: the first two share a network, the third has its own."""
+
+    def __init__(self):
+        super().__init__(num_agents=3)
+        self.agent_types = ("small", "small", "large")
+
+
+def test_one_network_per_agent_type():
+    env = TwoKinds()
+    config = ppo.PPOConfig(total_steps=256, num_envs=4, num_steps=8, agent_ids=False)
+    runner = ippo.make_train(config, env).init(KEY)
+    net = runner.train_state.params["net"]
+    assert sorted(net["params"]) == ["type_0", "type_1"]
+    same = jnp.broadcast_to(jnp.array([0.3, 0.1]), (3, 2))  # every agent sees the same
+    out, value = runner.train_state.apply_fn(net, same)
+    assert out.shape == (3, 2) and value.shape == (3,)
+    np.testing.assert_array_equal(out[0], out[1])  # one type, one network
+    assert not np.allclose(out[0], out[2])  # another type, another network
+
+
+def test_update_step_compiles_once():
+    env = Tanks()
+    fns = ppo.make_train(ppo.PPOConfig(total_steps=1024, num_envs=8, num_steps=8), env)
+
+    @jax.jit
+    @chex.assert_max_traces(n=1)
+    def update(runner):
+        return fns.update_step(runner)
+
+    runner = fns.init(KEY)
+    for _ in range(3):
+        runner, _ = update(runner)
+    assert int(runner.update) == 3
+
+
+def test_trains_in_float64():
+    from conftest import x64
+
+    with x64():
+        env = Tanks()
+        fns = ppo.make_train(ppo.PPOConfig(total_steps=512, num_envs=8, num_steps=8), env)
+        runner, metrics = jax.jit(fns.train)(KEY)
+        assert runner.obs_stats.mean.dtype == jnp.float64
+        assert np.all(np.isfinite(np.asarray(metrics["value_loss"])))
+
+
+def test_normalisation_statistics_count_every_observation_and_return_seen():
+    env = Tanks(num_agents=2)
+    fns = ippo.make_train(ppo.PPOConfig(total_steps=2 * 8 * 8, num_envs=8, num_steps=8), env)
+    runner, _ = jax.jit(fns.train)(KEY)
+    seen = 2 * 8 * 8 * 2  # updates x steps x environments x agents
+    assert float(runner.obs_stats.count) == pytest.approx(seen, rel=1e-5)
+    assert float(runner.return_stats.count) == pytest.approx(seen, rel=1e-5)
+
+
+def test_rejects_bad_settings():
+    with pytest.raises(ValueError, match="divisible"):
+        ppo.PPOConfig(num_envs=3, num_steps=3, num_minibatches=2)
+    with pytest.raises(ValueError, match="distribution"):
+        ppo.PPOConfig(distribution="laplace")
