@@ -1,0 +1,94 @@
+"""Sweeps: many trainings in one compiled program, ``vmap``ped over seeds and scenarios.
+
+A sweep trains ``seeds`` independent runs on each of ``len(scenarios)`` params pytrees (the
+same structure, different leaves: feeders, price series, reward weightings...). Runners
+and metrics carry two leading axes, ``(scenarios, seeds)``; sweep member
+``scenario * seeds + seed`` is the ``member`` field of its runner and of its logged
+metrics. Every scenario trains with the same seeds (common random numbers), so differences
+between scenarios are not differences of luck.
+
+Environments are split over the local devices inside each member
+(:attr:`PPOConfig.shard_envs`); with ``shard_envs=False`` and several devices the seeds
+axis is split over them instead (:meth:`Sweep.place`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+from jaxgrid.train.ppo import TrainFns
+
+
+def stack(trees: Sequence[Any]) -> Any:
+    """Stack pytrees of one structure along a new leading axis."""
+    return jax.tree_util.tree_map(lambda *xs: jnp.stack([jnp.asarray(x) for x in xs]), *trees)
+
+
+def with_weights(params: Any, weightings: Sequence[Sequence[float]]) -> list[Any]:
+    """One copy of ``params`` per row of ``weightings`` (the scalarisation weights)."""
+    sc = params.scalarisation
+    n = np.shape(sc.weights)[-1]
+    out = []
+    for w in weightings:
+        w = np.asarray(w, np.float64)
+        if w.shape != (n,):
+            raise ValueError(f"a reward weighting needs {n} weights, got {w.tolist()}")
+        if not np.all(np.isfinite(w)):
+            raise ValueError(f"reward weights must be finite, got {w.tolist()}")
+        out.append(
+            params.replace(
+                scalarisation=sc.replace(
+                    weights=jnp.asarray(w, jax.dtypes.canonicalize_dtype(sc.weights.dtype))
+                )
+            )
+        )
+    return out
+
+
+class Sweep:
+    """``seeds`` runs of ``fns`` on each of ``scenarios`` (default: the env's default params)."""
+
+    def __init__(self, fns: TrainFns, seeds: int = 1, scenarios: Sequence[Any] | None = None):
+        if seeds < 1:
+            raise ValueError(f"seeds must be >= 1, got {seeds}")
+        self.fns, self.seeds = fns, seeds
+        self.scenarios = list(scenarios) if scenarios else [fns.env.default_params()]
+        self.params = stack(self.scenarios)  # leaves (scenarios, ...)
+        self.members = len(self.scenarios) * seeds
+        self.run_updates = jax.jit(self._run_updates, static_argnums=(1, 2), donate_argnums=0)
+        self.init = jax.jit(self._init)
+
+    def _init(self, key):
+        keys = jax.random.split(key, self.seeds)
+        seed_index = jnp.arange(self.seeds)
+
+        def scenario(params, s):
+            return jax.vmap(lambda k, j: self.fns.init(k, params, s * self.seeds + j))(
+                keys, seed_index
+            )
+
+        return jax.vmap(scenario)(self.params, jnp.arange(len(self.scenarios)))
+
+    def _run_updates(self, runners, count: int, first: int = 0):
+        def scenario(runners, params):
+            return jax.vmap(lambda r: self.fns.run_updates(r, params, count, first))(runners)
+
+        return jax.vmap(scenario)(runners, self.params)
+
+    def train(self, key):
+        """Every member's whole training: ``(runners, metrics)`` with axes (scenarios, seeds)."""
+        return self.run_updates(self.place(self.init(key)), self.fns.config.num_updates, 0)
+
+    def place(self, runners):
+        """Split the seeds axis over the local devices when environments are not split."""
+        devices = jax.devices()
+        if self.fns.config.shard_envs or len(devices) == 1 or self.seeds % len(devices):
+            return runners
+        sharding = NamedSharding(Mesh(devices, ("seeds",)), PartitionSpec(None, "seeds"))
+        return jax.device_put(runners, sharding)

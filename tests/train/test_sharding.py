@@ -1,0 +1,38 @@
+"""Training split over two (simulated) CPU devices equals the single-device run."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+HERE = Path(__file__).parent
+
+
+def run(tmp_path, devices: int, mode: str):
+    out = tmp_path / f"{mode}_{devices}.npz"
+    env = dict(os.environ)
+    env["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={devices}"
+    env["JAX_PLATFORMS"] = "cpu"
+    script = HERE / "sharded_run.py"
+    done = subprocess.run(
+        [sys.executable, str(script), str(out), str(HERE.parent), mode],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return dict(np.load(out))
+
+
+@pytest.mark.parametrize("mode", ["envs", "seeds"])
+def test_two_devices_give_the_single_device_result(tmp_path, mode):
+    one = run(tmp_path, 1, mode)
+    two = run(tmp_path, 2, mode)
+    assert int(one["devices"]) == 1 and int(two["devices"]) == 2
+    assert int(two["state_devices"]) == 2  # the environments (or seeds) really are split
+    for name in ("episode_return", "value_loss", "kernel"):
+        np.testing.assert_allclose(two[name], one[name], rtol=1e-5, atol=1e-6, err_msg=name)
