@@ -1,10 +1,12 @@
-"""The ``jaxgrid`` command line: ``jaxgrid list`` and ``jaxgrid demo``."""
+"""The ``jaxgrid`` command line: ``list``, ``demo``, ``train`` and ``eval``."""
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
+from pathlib import Path
 
 
 def _demo(args) -> int:
@@ -74,6 +76,74 @@ def _list(args) -> int:
     return 0
 
 
+def _read_config_file(path: str) -> dict:
+    """A run config from JSON or TOML (:class:`jaxgrid.train.run.RunConfig` fields)."""
+    text = Path(path).read_text()
+    if path.endswith(".toml"):
+        try:
+            import tomllib
+        except ModuleNotFoundError:  # Python 3.10
+            import tomli as tomllib
+
+        return tomllib.loads(text)
+    return json.loads(text)
+
+
+def _value(text: str):
+    """A ``--set`` value: JSON when it parses (numbers, lists, booleans), else the string."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
+
+
+def _run_config(args):
+    from jaxgrid.train.run import RunConfig
+
+    fields = _read_config_file(args.config) if args.config else {}
+    fields.setdefault("ppo", {})
+    for name in ("env", "algo", "seeds", "seed", "checkpoint_every", "eval_episodes"):
+        if getattr(args, name) is not None:
+            fields[name] = getattr(args, name)
+    if args.total_steps is not None:
+        fields["ppo"]["total_steps"] = args.total_steps
+    if args.weights:
+        fields["weights"] = [[float(w) for w in row.split(",")] for row in args.weights.split(";")]
+    if args.env_kwargs:
+        fields["env_kwargs"] = json.loads(args.env_kwargs)
+    for item in args.set or []:
+        name, sep, value = item.partition("=")
+        if not sep:
+            raise SystemExit(f"--set needs NAME=VALUE, got {item!r}")
+        fields["ppo"][name] = _value(value)
+    if "env" not in fields:
+        raise SystemExit("jaxgrid train: give --env NAME (or a --config file naming one)")
+    try:
+        return RunConfig(**fields)
+    except (TypeError, ValueError) as e:
+        raise SystemExit(f"jaxgrid train: {e}") from e
+
+
+def _train(args) -> int:
+    from jaxgrid.train.run import format_table, train_run
+
+    config = _run_config(args)
+    out = Path(args.out or f"runs/{config.env}-{config.algo}")
+    print(f"training {config.env} with {config.algo}, {config.seeds} seed(s), into {out}")
+    report = train_run(config, out, progress=not args.no_progress, tensorboard=args.tensorboard)
+    print(f"\nheld-out evaluation ({report['episodes']} episodes per policy)\n")
+    print(format_table(report))
+    print(f"\nwritten: {', '.join(sorted(p.name for p in out.iterdir()))}")
+    return 0
+
+
+def _eval(args) -> int:
+    from jaxgrid.train.run import evaluate_run, format_table
+
+    print(format_table(evaluate_run(args.run, args.episodes)))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="jaxgrid", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -84,6 +154,26 @@ def main(argv: list[str] | None = None) -> int:
     demo.add_argument("--episodes", type=int, default=1, help="episodes per environment")
     demo.add_argument("--seed", type=int, default=0)
     demo.set_defaults(func=_demo)
+    train = sub.add_parser("train", help="train PPO or IPPO, checkpoint, evaluate, plot")
+    train.add_argument("--env", help="registered environment name")
+    train.add_argument("--algo", choices=["ppo", "ippo"])
+    train.add_argument("--total-steps", type=int, help="environment steps per seed")
+    train.add_argument("--seeds", type=int, help="independent trainings, vmapped")
+    train.add_argument("--seed", type=int, help="PRNG seed")
+    train.add_argument("--out", help="run directory (default runs/ENV-ALGO); reruns resume")
+    train.add_argument("--config", help="JSON or TOML run config; flags override it")
+    train.add_argument("--weights", help="reward weightings to sweep, e.g. '1,0,0;0,1,0'")
+    train.add_argument("--env-kwargs", help="JSON arguments of the environment factory")
+    train.add_argument("--set", action="append", metavar="NAME=VALUE", help="a PPO setting")
+    train.add_argument("--checkpoint-every", type=int, help="updates between checkpoints")
+    train.add_argument("--eval-episodes", type=int, help="held-out episodes per policy")
+    train.add_argument("--no-progress", action="store_true", help="no progress bar")
+    train.add_argument("--tensorboard", action="store_true", help="also log to TensorBoard")
+    train.set_defaults(func=_train)
+    evaluate = sub.add_parser("eval", help="evaluate a run's newest checkpoint on held-out days")
+    evaluate.add_argument("--run", required=True, help="run directory written by jaxgrid train")
+    evaluate.add_argument("--episodes", type=int, help="held-out episodes per policy")
+    evaluate.set_defaults(func=_eval)
     args = parser.parse_args(argv)
     return args.func(args)
 

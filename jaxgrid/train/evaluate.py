@@ -1,0 +1,164 @@
+"""Evaluate a policy on held-out days, beside the environment's baselines.
+
+:func:`evaluate` runs one full episode in each of ``episodes`` environments (on the
+held-out days of ``params.profiles`` when there are some) and reports, averaged over
+episodes, the episode return (mean over agents), every objective summed over the
+episode, every cost summed over the episode, and the episode mean of every per-step
+scalar in ``info`` (for instance ``controllable``, whose mean is the controllable ratio).
+
+:func:`compare` evaluates the policy and every baseline of ``env.baselines(params)`` on
+the same episodes (same keys, so the same days), adds the perfect-foresight optimum
+where the environment has one (:meth:`~jaxgrid.env.Environment.oracle_return`), and
+scores the policy between a reference (no control, else random: 0) and the best of the
+oracle and the baselines (1).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxgrid.env import Environment
+
+NOT_METRICS = {"final_observation", "action_clipped", "action_nonfinite", "abort_reason"}
+REFERENCES = ("no_control", "idle", "random")  # score 0: the first of these an env has
+
+
+def held_out(params: Any) -> Any:
+    """``params`` with episodes drawn from the held-out days, when it has profiles."""
+    profiles = getattr(params, "profiles", None)
+    if profiles is None:
+        return params
+    return params.replace(profiles=profiles.for_testing())
+
+
+def _episode_keys(key, episodes: int):
+    """``(reset keys, run keys)`` of each episode: shared by every policy compared."""
+    keys = jax.vmap(jax.random.split)(jax.random.split(key, episodes))
+    return keys[:, 0], keys[:, 1]
+
+
+def episode_totals(policy: Callable, env: Environment, params: Any, k_reset, k_run) -> dict:
+    """Sums over one episode (traceable): return, objectives, costs, steps, info scalars."""
+    obs, state = env.reset(k_reset, params)
+
+    def body(carry, key):
+        obs, state, alive = carry
+        k_act, k_step = jax.random.split(key)
+        obs, state, reward, terminated, truncated, info = env.step_env(
+            k_step, state, policy(k_act, obs), params
+        )
+        live = alive.astype(reward.dtype)
+        active = jnp.where(info["objective_mask"], info["reward_vector"], 0.0)
+        scalars = {
+            k: jnp.asarray(v, reward.dtype)
+            for k, v in info.items()
+            if k not in NOT_METRICS and jnp.ndim(v) == 0
+        }
+        out = {
+            "return": jnp.mean(reward),
+            "objectives": jnp.mean(active, axis=0),
+            "costs": jnp.mean(info["costs"], axis=0),
+            "steps": jnp.ones_like(live),
+            "metrics": scalars,
+        }
+        out = jax.tree_util.tree_map(lambda x: x * live, out)
+        return (obs, state, alive & ~(terminated | truncated)), out
+
+    run_keys = jax.random.split(k_run, env.horizon)
+    _, per_step = jax.lax.scan(body, (obs, state, jnp.array(True)), run_keys)
+    return jax.tree_util.tree_map(lambda x: jnp.sum(x, axis=0), per_step)
+
+
+def batch_totals(policy: Callable, env: Environment, params: Any, key, episodes: int) -> dict:
+    """:func:`episode_totals` of ``episodes`` episodes, stacked (traceable)."""
+    return jax.vmap(lambda a, b: episode_totals(policy, env, params, a, b))(
+        *_episode_keys(key, episodes)
+    )
+
+
+def summarise(totals: dict, env: Environment) -> dict:
+    """Means over episodes of stacked :func:`episode_totals` (on the host)."""
+    totals = jax.device_get(totals)
+    steps = np.maximum(totals["steps"], 1)
+    mean = lambda x: np.mean(x, axis=0).tolist()  # noqa: E731  over episodes
+    return {
+        "episodes": int(np.size(totals["return"])),
+        "return": float(np.mean(totals["return"])),
+        "objectives": dict(zip(env.objective_names, mean(totals["objectives"]), strict=True)),
+        "costs": dict(zip(env.cost_names, mean(totals["costs"]), strict=True)),
+        "metrics": {k: float(np.mean(v / steps)) for k, v in totals["metrics"].items()},
+    }
+
+
+def evaluate(
+    policy: Callable,
+    env: Environment,
+    params: Any,
+    key,
+    episodes: int = 32,
+    test_days: bool = True,
+) -> dict:
+    """Mean results of ``policy(key, obs) -> action`` over ``episodes`` episodes."""
+    params = held_out(params) if test_days else params
+    run = jax.jit(lambda key: batch_totals(policy, env, params, key, episodes))
+    return summarise(run(key), env)
+
+
+def oracle(env: Environment, params: Any, key, episodes: int = 32, test_days: bool = True):
+    """Mean perfect-foresight return over the episodes :func:`evaluate` runs, or ``None``."""
+    params = held_out(params) if test_days else params
+    starts = jax.device_get(
+        jax.vmap(env.reset, (0, None))(_episode_keys(key, episodes)[0], params)[1]
+    )
+    returns = []
+    for i in range(episodes):
+        value = env.oracle_return(params, jax.tree_util.tree_map(lambda x, i=i: x[i], starts))
+        if value is None:
+            return None
+        returns.append(value)
+    return float(np.mean(returns))
+
+
+def compare(policy: Callable, env: Environment, params: Any, key, episodes: int = 32) -> dict:
+    """The policy, every baseline and the oracle on the same held-out episodes, with a score."""
+    results = {"policy": evaluate(policy, env, params, key, episodes)}
+    results.update(evaluate_baselines(env, params, key, episodes))
+    report = score({"policy": results.pop("policy")}, results, oracle(env, params, key, episodes))
+    report["score"] = report["scores"]["policy"]
+    return report
+
+
+def evaluate_baselines(env: Environment, params: Any, key, episodes: int = 32) -> dict:
+    """:func:`evaluate` of every baseline of ``env``, by name."""
+    return {
+        name: evaluate(baseline, env, params, key, episodes)
+        for name, baseline in env.baselines(params).items()
+    }
+
+
+def score(policies: dict, baselines: dict, best_possible: float | None) -> dict:
+    """Each policy's return between the reference baseline (0) and the best of the baselines
+    and the oracle (1), beside all results."""
+    reference_name = next(n for n in REFERENCES if n in baselines)
+    reference = baselines[reference_name]["return"]
+    candidates = {n: r["return"] for n, r in baselines.items()}
+    if best_possible is not None:
+        candidates["oracle"] = best_possible
+    best_name = max(candidates, key=candidates.get)
+    span = candidates[best_name] - reference
+    scores = {
+        n: (r["return"] - reference) / span if span > 0 else float("nan")
+        for n, r in policies.items()
+    }
+    return {
+        "results": {**policies, **baselines},
+        "oracle_return": best_possible,
+        "scores": scores,
+        "score_reference": reference_name,
+        "score_best": best_name,
+    }

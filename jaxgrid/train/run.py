@@ -1,0 +1,326 @@
+"""A training run in a directory: train, checkpoint, resume, log, evaluate, plot.
+
+``train_run(RunConfig(...), out)`` writes into ``out``:
+
+- ``config.json``: the resolved run config (environment, algorithm, every hyper-parameter);
+- ``checkpoints/``: orbax checkpoints of every sweep member every ``checkpoint_every`` updates;
+- ``metrics.jsonl`` and ``metrics.csv``: per member, every ``log_every`` updates;
+- ``eval.json``: :func:`evaluate_run`'s report on held-out days;
+- ``learning_curve.png``: episode return against environment steps, beside the baselines.
+
+Run it again on the same directory and it resumes from the newest checkpoint; the result
+equals an uninterrupted run's. :func:`evaluate_run` re-evaluates a finished (or
+interrupted) run from its newest checkpoint.
+
+Multi-host: start the same program on every host after
+``jax.distributed.initialize()``; ``jax.devices()`` then lists every host's devices and
+the environment batch is split across all of them (:attr:`PPOConfig.shard_envs`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any
+
+import jax
+import numpy as np
+
+import jaxgrid
+from jaxgrid.train import ippo, ppo
+from jaxgrid.train.checkpoint import Checkpoints
+from jaxgrid.train.defaults import defaults
+from jaxgrid.train.evaluate import (
+    batch_totals,
+    evaluate_baselines,
+    held_out,
+    oracle,
+    score,
+    summarise,
+)
+from jaxgrid.train.logger import MetricsLogger, read_metrics, truncate_metrics
+from jaxgrid.train.sweep import Sweep, with_weights
+
+ALGOS = {"ppo": ppo.make_train, "ippo": ippo.make_train}
+
+
+@dataclasses.dataclass
+class RunConfig:
+    """What a run trains, and how.
+
+    Attributes:
+        env: registered environment name.
+        algo: ``"ppo"`` (centralised controller) or ``"ippo"``.
+        seeds: independent trainings per scenario, in one program.
+        seed: the PRNG seed everything is drawn from.
+        env_kwargs: arguments of the environment's factory (tuned defaults, then these).
+        weights: reward weightings to sweep (one scenario each); ``None``: the default.
+        ppo: :class:`~jaxgrid.train.ppo.PPOConfig` fields (tuned defaults, then these).
+        checkpoint_every: updates between checkpoints (0: only at the end).
+        eval_episodes: held-out episodes per member and per baseline.
+    """
+
+    env: str
+    algo: str = "ppo"
+    seeds: int = 1
+    seed: int = 0
+    env_kwargs: dict = dataclasses.field(default_factory=dict)
+    weights: list | None = None
+    ppo: dict = dataclasses.field(default_factory=dict)
+    checkpoint_every: int = 0
+    eval_episodes: int = 32
+
+    def __post_init__(self):
+        if self.algo not in ALGOS:
+            raise ValueError(f"unknown algorithm {self.algo!r}; expected one of {list(ALGOS)}")
+        if self.env not in jaxgrid.list_envs():
+            raise ValueError(
+                f"unknown environment {self.env!r}; expected one of {jaxgrid.list_envs()}"
+            )
+        unknown = set(self.ppo) - {f.name for f in dataclasses.fields(ppo.PPOConfig)}
+        if unknown:
+            raise ValueError(f"unknown PPO settings {sorted(unknown)}")
+        tuned = defaults(self.env, self.algo)
+        self.ppo = {**tuned["ppo"], **self.ppo}
+        self.env_kwargs = {**tuned["env_kwargs"], **self.env_kwargs}
+        if "log_every" not in self.ppo:  # about 200 points per learning curve
+            self.ppo["log_every"] = max(1, self.ppo_config().num_updates // 200)
+        self.ppo_config()  # validate now, not after compiling
+
+    def ppo_config(self) -> ppo.PPOConfig:
+        fields = dict(self.ppo)
+        if "hidden" in fields:
+            fields["hidden"] = tuple(fields["hidden"])
+        return ppo.PPOConfig(**fields)
+
+    def to_json(self) -> dict:
+        out = dataclasses.asdict(self)
+        out["ppo"] = {k: list(v) if isinstance(v, tuple) else v for k, v in out["ppo"].items()}
+        return out
+
+    @classmethod
+    def from_json(cls, data: dict) -> RunConfig:
+        return cls(**data)
+
+
+class Run:
+    """The environment, training functions and sweep of a :class:`RunConfig`."""
+
+    def __init__(self, config: RunConfig, log=None):
+        self.config = config
+        self.env, params = jaxgrid.make(config.env, **config.env_kwargs)
+        scenarios = with_weights(params, config.weights) if config.weights else [params]
+        self.ppo = config.ppo_config()
+        self.fns = ALGOS[config.algo](self.ppo, self.env, params, log=log)
+        self.sweep = Sweep(self.fns, config.seeds, scenarios)
+        self.key = jax.random.PRNGKey(config.seed)
+
+    def fresh_runners(self):
+        return self.sweep.place(self.sweep.init(self.key))
+
+
+def _write_config(config: RunConfig, out: Path) -> None:
+    path = out / "config.json"
+    text = json.dumps(config.to_json(), indent=2)
+    if path.exists() and json.loads(path.read_text()) != json.loads(text):
+        raise ValueError(
+            f"{out} holds a run with a different config; choose another --out to start afresh"
+        )
+    path.write_text(text + "\n")
+
+
+def train_run(
+    config: RunConfig,
+    out,
+    progress: bool = True,
+    tensorboard: bool = False,
+    stop_after: int | None = None,
+) -> dict | None:
+    """Train (or resume) the run in ``out``, then evaluate and plot it; returns the report.
+
+    ``stop_after`` ends the session after that many updates in all (to continue later);
+    the run is then not evaluated and ``None`` is returned.
+    """
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    _write_config(config, out)
+    env, _ = jaxgrid.make(config.env, **config.env_kwargs)
+    n_updates = config.ppo_config().num_updates
+    members = config.seeds * len(config.weights or [None])
+    logger = MetricsLogger(
+        out,
+        env.objective_names,
+        env.cost_names,
+        n_updates,
+        members,
+        progress=progress,
+        tensorboard=tensorboard,
+    )
+    run = Run(config, log=logger)
+    checkpoints = Checkpoints(out / "checkpoints")
+    runners = run.fresh_runners()
+    done = checkpoints.latest() or 0
+    if done:
+        runners = checkpoints.restore(runners)
+    truncate_metrics(out, done)
+    every = config.checkpoint_every or n_updates
+    end = n_updates if stop_after is None else min(stop_after, n_updates)
+    with logger:
+        logger.resume_at(done)
+        while done < end:
+            count = min(every - done % every, end - done)
+            runners, _ = run.sweep.run_updates(runners, count, done)
+            done += count
+            checkpoints.save(done, runners)
+    checkpoints.close()
+    if done < n_updates:
+        return None
+    report = evaluate_runners(run, runners)
+    (out / "eval.json").write_text(json.dumps(report, indent=2) + "\n")
+    plot_learning_curve(out, report)
+    return report
+
+
+def evaluate_run(out, episodes: int | None = None) -> dict:
+    """Evaluate the newest checkpoint of the run in ``out``; writes ``eval.json``."""
+    out = Path(out)
+    config_path = out / "config.json"
+    if not config_path.exists():
+        raise FileNotFoundError(f"{out} is not a run directory (no config.json)")
+    config = RunConfig.from_json(json.loads(config_path.read_text()))
+    if episodes is not None:
+        config.eval_episodes = episodes
+    run = Run(config)
+    checkpoints = Checkpoints(out / "checkpoints")
+    runners = checkpoints.restore(run.fresh_runners())
+    checkpoints.close()
+    report = evaluate_runners(run, runners)
+    (out / "eval.json").write_text(json.dumps(report, indent=2) + "\n")
+    plot_learning_curve(out, report)
+    return report
+
+
+def evaluate_runners(run: Run, runners: Any) -> dict:
+    """Every member's policy, the baselines and the oracle on held-out days, per scenario."""
+    config, env, fns = run.config, run.env, run.fns
+    key = jax.random.fold_in(run.key, 1)
+    episodes = config.eval_episodes
+
+    def member(runner, params):
+        return batch_totals(fns.policy(runner), env, held_out(params), key, episodes)
+
+    per_member = jax.jit(jax.vmap(lambda r, p: jax.vmap(lambda r1: member(r1, p))(r)))(
+        runners, run.sweep.params
+    )
+    per_member = jax.device_get(per_member)
+    scenarios = []
+    for s, params in enumerate(run.sweep.scenarios):
+        policies = {
+            f"seed{k}": summarise(jax.tree_util.tree_map(lambda x, i=(s, k): x[i], per_member), env)
+            for k in range(config.seeds)
+        }
+        report = score(
+            policies,
+            evaluate_baselines(env, params, key, episodes),
+            oracle(env, params, key, episodes),
+        )
+        seed_scores = np.array(list(report["scores"].values()))
+        report["policy"] = _mean_results(list(policies.values()))
+        report["score_mean"] = float(np.mean(seed_scores))
+        report["score_std"] = float(np.std(seed_scores))
+        if config.weights:
+            report["weights"] = list(config.weights[s])
+        scenarios.append(report)
+    return {
+        "env": config.env,
+        "algo": config.algo,
+        "episodes": episodes,
+        "env_steps_per_member": run.ppo.num_updates * run.ppo.num_steps * run.ppo.num_envs,
+        "scenarios": scenarios,
+    }
+
+
+def _mean_results(results: list[dict]) -> dict:
+    """The mean over seeds of :func:`~jaxgrid.train.evaluate.summarise` results."""
+
+    def mean(values):
+        if isinstance(values[0], dict):
+            return {k: mean([v[k] for v in values]) for k in values[0]}
+        return float(np.mean(values))
+
+    return mean(results)
+
+
+def format_table(report: dict) -> str:
+    """The evaluation report as markdown tables, one per scenario."""
+    blocks = []
+    for s, scenario in enumerate(report["scenarios"]):
+        rows = {"policy (mean over seeds)": scenario["policy"]}
+        rows.update({n: r for n, r in scenario["results"].items() if not n.startswith("seed")})
+        first = next(iter(rows.values()))
+        objectives, costs = list(first["objectives"]), list(first["costs"])
+        metrics = list(first["metrics"])
+        head = ["policy", "return", *objectives, *[f"cost {c}" for c in costs], *metrics]
+        lines = [
+            f"{report['env']} · {report['algo']} · scenario {s}"
+            + (f" · weights {scenario['weights']}" if "weights" in scenario else ""),
+            "",
+            "| " + " | ".join(head) + " |",
+            "|" + "---|" * len(head),
+        ]
+        for name, r in rows.items():
+            cells = [r["return"], *r["objectives"].values(), *r["costs"].values()]
+            cells += list(r["metrics"].values())
+            lines.append("| " + " | ".join([name, *(f"{c:.4g}" for c in cells)]) + " |")
+        if scenario["oracle_return"] is not None:
+            lines.append(f"| oracle | {scenario['oracle_return']:.4g} |" + " |" * (len(head) - 2))
+        lines += [
+            "",
+            f"score {scenario['score_mean']:.3f} ± {scenario['score_std']:.3f} "
+            f"(0 = {scenario['score_reference']}, 1 = {scenario['score_best']})",
+        ]
+        blocks.append("\n".join(lines))
+    return "\n\n".join(blocks)
+
+
+def plot_learning_curve(out, report: dict | None = None) -> Path:
+    """``learning_curve.png``: mean episode return over seeds against environment steps,
+    per scenario, with the range over seeds and the baselines' returns."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out = Path(out)
+    config = RunConfig.from_json(json.loads((out / "config.json").read_text()))
+    rows = [r for r in read_metrics(out / "metrics.jsonl") if r["episodes"] > 0]
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for s in range(len(config.weights or [None])):
+        members = range(s * config.seeds, (s + 1) * config.seeds)
+        steps = sorted({r["env_steps"] for r in rows if r["member"] in members})
+        table = {(r["member"], r["env_steps"]): r["episode_return"] for r in rows}
+        curves = np.array(
+            [[table.get((m, x), np.nan) for x in steps] for m in members], dtype=float
+        )
+        if not steps:
+            continue
+        label = f"weights {config.weights[s]}" if config.weights else config.algo
+        ax.plot(steps, np.nanmean(curves, axis=0), label=label)
+        ax.fill_between(steps, np.nanmin(curves, axis=0), np.nanmax(curves, axis=0), alpha=0.2)
+    if report is not None and len(report["scenarios"]) == 1:
+        scenario = report["scenarios"][0]
+        refs = {n: r["return"] for n, r in scenario["results"].items() if not n.startswith("seed")}
+        if scenario["oracle_return"] is not None:
+            refs["oracle"] = scenario["oracle_return"]
+        for i, (name, value) in enumerate(refs.items()):
+            ax.axhline(value, ls="--", lw=1, color=f"C{i + 1}", label=f"{name} (held out)")
+    ax.set_xlabel("environment steps per member")
+    ax.set_ylabel("episode return (training)")
+    ax.set_title(f"{config.env} · {config.algo} · {config.seeds} seed(s)")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    path = out / "learning_curve.png"
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path

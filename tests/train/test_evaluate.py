@@ -1,0 +1,66 @@
+"""Evaluation: episode sums, baselines and the normalised score, against hand-computed values.
+
+``Doors`` is deterministic: door 1 always pays 0.5 (4.0 over 8 steps); the best open door
+pays 1.0 on even steps and 0.5 on odd ones (oracle: 6.0); a uniformly random door pays
+0.45 on even steps and -2.3 on odd ones (door 2 is locked: -10), -7.4 per episode.
+"""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from toy_envs import Doors, Tanks
+
+from jaxgrid.train.evaluate import batch_totals, compare, evaluate, score
+
+KEY = jax.random.PRNGKey(5)
+
+
+class DoorsWithOracle(Doors):
+    def oracle_return(self, params, state):
+        return 6.0
+
+
+def door(n):
+    return lambda key, obs: jnp.full(obs["action_mask"].shape[:-1], n, jnp.int32)
+
+
+def test_episode_sums_of_a_fixed_policy():
+    env = Doors()
+    result = evaluate(door(1), env, env.default_params(), KEY, episodes=3)
+    assert result["return"] == pytest.approx(4.0)
+    assert result["objectives"] == {"value": pytest.approx(4.0)}
+    assert result["metrics"]["locked_opened"] == 0.0
+    # door 2: 4 x 1.0 + 4 x -10, and both agents hit the lock on half the steps
+    result = evaluate(door(2), env, env.default_params(), KEY, episodes=3)
+    assert result["return"] == pytest.approx(-36.0)
+    assert result["metrics"]["locked_opened"] == pytest.approx(1.0)
+
+
+def test_score_places_the_policy_between_random_and_the_oracle():
+    env = DoorsWithOracle()
+    report = compare(door(1), env, env.default_params(), KEY, episodes=1000)
+    random_return = report["results"]["random"]["return"]
+    assert random_return == pytest.approx(-7.4, abs=1.0)  # 5 standard errors
+    assert report["oracle_return"] == 6.0
+    assert report["score_reference"] == "random" and report["score_best"] == "oracle"
+    assert report["score"] == pytest.approx((4.0 - random_return) / (6.0 - random_return))
+
+
+def test_score_without_oracle_uses_the_best_baseline():
+    baselines = {
+        "no_control": {"return": -3.0},
+        "random": {"return": -9.0},
+        "droop": {"return": -1.0},
+    }
+    report = score({"a": {"return": -2.0}, "b": {"return": -3.0}}, baselines, None)
+    assert report["score_reference"] == "no_control" and report["score_best"] == "droop"
+    assert report["scores"] == {"a": pytest.approx(0.5), "b": pytest.approx(0.0)}
+
+
+def test_an_episode_that_terminates_stops_counting():
+    env = Tanks(num_agents=2, horizon=7)
+    params = env.default_params().replace(stop_level=jnp.float32(-1.0))  # every level is above
+    totals = batch_totals(lambda k, o: jnp.zeros((2, 1)), env, params, KEY, 4)
+    np.testing.assert_array_equal(totals["steps"], np.ones(4))
+    assert np.all(totals["objectives"][:, 1] == 0.0)  # no effort on the one step

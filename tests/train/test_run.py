@@ -1,0 +1,109 @@
+"""Runs: the CLI trains, checkpoints, resumes (to the same numbers) and re-evaluates."""
+
+import json
+
+import numpy as np
+import pytest
+
+from jaxgrid.cli import main
+from jaxgrid.train.logger import read_metrics
+from jaxgrid.train.run import RunConfig, train_run
+
+# 6 updates of 8 one-day episodes, a checkpoint every 2
+TINY = [
+    "train",
+    "--env", "arbitrage-v0", "--algo", "ppo", "--total-steps", "1152", "--seeds", "2",
+    "--set", "num_envs=8", "--set", "hidden=[16]", "--set", "log_every=1",
+    "--checkpoint-every", "2", "--eval-episodes", "4", "--no-progress",
+]  # fmt: skip
+
+
+def _config(**overrides) -> RunConfig:
+    fields = dict(
+        env="arbitrage-v0",
+        algo="ppo",
+        seeds=2,
+        ppo=dict(total_steps=1152, num_envs=8, hidden=[16], log_every=1),
+        checkpoint_every=2,
+        eval_episodes=4,
+    )
+    return RunConfig(**{**fields, **overrides})
+
+
+def test_interrupted_run_resumes_to_the_uninterrupted_result(tmp_path, capsys):
+    whole, parts = tmp_path / "whole", tmp_path / "parts"
+    assert main([*TINY, "--out", str(whole)]) == 0
+    printed = capsys.readouterr().out
+    for name in ("config.json", "metrics.jsonl", "metrics.csv", "eval.json", "learning_curve.png"):
+        assert (whole / name).stat().st_size > 0, name
+    assert sorted(p.name for p in (whole / "checkpoints").iterdir())[-1] == "6"
+    assert "| oracle |" in printed and "score" in printed
+
+    # stopped after 3 updates: checkpoints at 2 and 3; the rerun resumes from 3
+    assert train_run(_config(), parts, progress=False, stop_after=3) is None
+    assert not (parts / "eval.json").exists()
+    assert main([*TINY, "--out", str(parts)]) == 0
+
+    rows = {(r["member"], r["update"]): r for r in read_metrics(whole / "metrics.jsonl")}
+    resumed = {(r["member"], r["update"]): r for r in read_metrics(parts / "metrics.jsonl")}
+    assert sorted(rows) == sorted(resumed) == [(m, u) for m in (0, 1) for u in range(1, 7)]
+    for key, row in rows.items():
+        for name, value in row.items():
+            np.testing.assert_allclose(
+                resumed[key][name], value, rtol=1e-5, err_msg=f"{key} {name}"
+            )
+    report = json.loads((whole / "eval.json").read_text())
+    again = json.loads((parts / "eval.json").read_text())
+    np.testing.assert_allclose(
+        again["scenarios"][0]["scores"]["seed1"],
+        report["scenarios"][0]["scores"]["seed1"],
+        rtol=1e-5,
+    )
+
+    # the score is the policy's return placed between idle (0) and the LP oracle (1)
+    scenario = report["scenarios"][0]
+    idle = scenario["results"]["idle"]["return"]
+    seed0 = scenario["results"]["seed0"]["return"]
+    assert idle == 0.0
+    assert scenario["scores"]["seed0"] == pytest.approx(
+        (seed0 - idle) / (scenario["oracle_return"] - idle)
+    )
+
+    # jaxgrid eval re-evaluates the newest checkpoint to the same numbers
+    assert main(["eval", "--run", str(whole)]) == 0
+    assert "policy (mean over seeds)" in capsys.readouterr().out
+    reevaluated = json.loads((whole / "eval.json").read_text())
+    assert reevaluated["scenarios"][0]["scores"] == pytest.approx(scenario["scores"], rel=1e-5)
+
+
+def test_a_run_directory_refuses_a_different_config(tmp_path):
+    train_run(_config(), tmp_path, progress=False, stop_after=0)
+    with pytest.raises(ValueError, match="different config"):
+        train_run(_config(seed=1), tmp_path, progress=False, stop_after=0)
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--env", "nowhere-v0"], "unknown environment 'nowhere-v0'"),
+        (["--env", "arbitrage-v0", "--set", "learning_rate=1"], "unknown PPO settings"),
+        (["--env", "arbitrage-v0", "--set", "lr"], "--set needs NAME=VALUE"),
+        (["--env", "arbitrage-v0", "--set", "num_minibatches=5"], "divisible by num_minibatches"),
+        (["--algo", "ppo"], "give --env"),
+    ],
+)
+def test_bad_command_lines_name_what_is_wrong(tmp_path, args, message):
+    with pytest.raises(SystemExit, match=message):
+        main(["train", *args, "--out", str(tmp_path)])
+
+
+def test_eval_needs_a_run_directory(tmp_path):
+    with pytest.raises(FileNotFoundError, match="no config.json"):
+        main(["eval", "--run", str(tmp_path)])
+
+
+def test_tuned_defaults_fill_what_the_config_leaves_out():
+    config = RunConfig(env="voltage33-v0", algo="ippo", env_kwargs={"q_weight": 0.05})
+    assert config.env_kwargs == {"barrier": "bowl", "q_weight": 0.05}
+    assert config.ppo["num_steps"] == 96
+    assert RunConfig.from_json(json.loads(json.dumps(config.to_json()))) == config
