@@ -3,7 +3,8 @@
 A checkpoint holds the whole :class:`~jaxgrid.train.ppo.Runner` of every sweep member —
 network and optimiser state, environment states and observations, the running statistics
 of observation and reward normalisation, PRNG keys and the update count — so training
-resumed from it continues exactly as if it had never stopped.
+resumed from it continues exactly as if it had never stopped. Empty arrays (an
+environment without costs has ``(..., 0)`` cost sums) carry no data and are left out.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ class Checkpoints:
         return self.manager.latest_step()
 
     def save(self, update: int, runners: Any) -> None:
-        self.manager.save(update, args=ocp.args.StandardSave(runners))
+        self.manager.save(update, args=ocp.args.StandardSave(_non_empty(runners)))
         self.manager.wait_until_finished()
 
     def restore(self, like: Any, update: int | None = None) -> Any:
@@ -37,8 +38,16 @@ class Checkpoints:
         update = self.latest() if update is None else update
         if update is None:
             raise FileNotFoundError(f"no checkpoint in {self.manager.directory}")
-        abstract = jax.tree_util.tree_map(ocp.utils.to_shape_dtype_struct, like)
-        return self.manager.restore(update, args=ocp.args.StandardRestore(abstract))
+        abstract = jax.tree_util.tree_map(ocp.utils.to_shape_dtype_struct, _non_empty(like))
+        saved = self.manager.restore(update, args=ocp.args.StandardRestore(abstract))
+        leaves, treedef = jax.tree_util.tree_flatten(like)
+        filled = iter(jax.tree_util.tree_leaves(saved))
+        return treedef.unflatten([x if x.size == 0 else next(filled) for x in leaves])
 
     def close(self) -> None:
         self.manager.close()
+
+
+def _non_empty(tree: Any) -> list:
+    """The leaves of ``tree`` that hold data, in order."""
+    return [x for x in jax.tree_util.tree_leaves(tree) if x.size > 0]

@@ -2,9 +2,10 @@
 
 - ``beta``: a Beta per action entry, scaled to ``[low, high]``; entries with
   ``low == high`` (masked) are fixed and carry no probability mass or entropy.
-- ``gaussian``: a diagonal Gaussian with a state-independent log standard deviation;
-  the sample is clipped to the bounds by the environment, the log-probability is of the
-  raw sample (as in PureJaxRL).
+- ``gaussian``: a diagonal Gaussian with a state-independent log standard deviation, in
+  units of the box's half-range centred on its middle: the raw sample is clipped to
+  ``[-1, 1]`` and mapped onto ``[low, high]``; the log-probability is of the raw sample
+  (as in PureJaxRL). Much cheaper to sample and differentiate than the Beta.
 - ``categorical``: logits with an optional mask of allowed choices.
 """
 
@@ -33,18 +34,24 @@ class BoundedPolicy(NamedTuple):
 
     def _base(self):
         if self.kind == "beta":
-            a, b = jnp.split(self.params, 2, axis=-1)
-            return distrax.Beta(jax.nn.softplus(a) + 1.0, jax.nn.softplus(b) + 1.0)
+            return distrax.Beta(*self._concentrations())
         return distrax.Normal(self.params, jnp.exp(self.log_std))
 
+    def _concentrations(self):
+        a, b = jnp.split(self.params, 2, axis=-1)
+        return jax.nn.softplus(a) + 1.0, jax.nn.softplus(b) + 1.0
+
     def sample(self, key) -> Array:
-        raw = self._base().sample(seed=key)
+        if self.kind == "beta":
+            raw = sample_beta(key, *self._concentrations())
+        else:
+            raw = self._base().sample(seed=key)
         return self.to_action(raw), raw
 
     def to_action(self, raw: Array) -> Array:
         if self.kind == "beta":
             return self.low + (self.high - self.low) * raw
-        return raw
+        return self.low + (self.high - self.low) * (jnp.clip(raw, -1.0, 1.0) + 1.0) / 2.0
 
     def log_prob(self, raw: Array) -> Array:
         """Log-probability of a raw sample, summed over free action entries: ``(..., n_agents)``."""
@@ -62,12 +69,44 @@ class BoundedPolicy(NamedTuple):
 
     def mode(self) -> Array:
         if self.kind == "beta":
-            a, b = jnp.split(self.params, 2, axis=-1)
-            alpha, beta = jax.nn.softplus(a) + 1.0, jax.nn.softplus(b) + 1.0
+            alpha, beta = self._concentrations()
             return self.to_action(alpha / (alpha + beta))  # the mean: smooth and inside the box
-        return jnp.clip(self.params, self.low, self.high)
+        return self.to_action(self.params)
 
 
 def n_outputs(kind: str, act_dim: int) -> int:
     """Network outputs per agent for a distribution over ``act_dim`` entries."""
     return 2 * act_dim if kind == "beta" else act_dim
+
+
+def sample_gamma(key, alpha: Array) -> Array:
+    """Gamma(``alpha``, 1) samples by Marsaglia and Tsang's rejection method, every entry at
+    once: each round redraws the entries not yet accepted (at most a few rounds, as each
+    proposal is accepted with probability > 0.95). ``alpha < 1`` is boosted through
+    Gamma(alpha + 1) * U^(1/alpha). Much faster on CPU than an element-wise sampler."""
+    boost = alpha < 1.0
+    d = jnp.where(boost, alpha + 1.0, alpha) - 1.0 / 3.0
+    c = 1.0 / jnp.sqrt(9.0 * d)
+
+    def propose(carry):
+        key, value, accepted = carry
+        key, k_x, k_u = jax.random.split(key, 3)
+        x = jax.random.normal(k_x, alpha.shape, alpha.dtype)
+        u = jax.random.uniform(k_u, alpha.shape, alpha.dtype, minval=jnp.finfo(alpha.dtype).tiny)
+        v = (1.0 + c * x) ** 3
+        ok = (v > 0) & (jnp.log(u) < 0.5 * x**2 + d - d * v + d * jnp.log(jnp.maximum(v, 1e-30)))
+        take = ok & ~accepted
+        return key, jnp.where(take, d * v, value), accepted | ok
+
+    key, k_boost = jax.random.split(key)
+    start = (key, jnp.zeros_like(alpha), jnp.zeros(alpha.shape, bool))
+    _, value, _ = jax.lax.while_loop(lambda c: ~jnp.all(c[2]), propose, start)
+    u = jax.random.uniform(k_boost, alpha.shape, alpha.dtype, minval=jnp.finfo(alpha.dtype).tiny)
+    return jnp.where(boost, value * u ** (1.0 / alpha), value)
+
+
+def sample_beta(key, alpha: Array, beta: Array) -> Array:
+    """Beta(``alpha``, ``beta``) samples as X / (X + Y), X ~ Gamma(alpha), Y ~ Gamma(beta)."""
+    k_a, k_b = jax.random.split(key)
+    x, y = sample_gamma(k_a, alpha), sample_gamma(k_b, beta)
+    return x / (x + y)

@@ -29,9 +29,10 @@ REFERENCES = ("no_control", "idle", "random")  # score 0: the first of these an 
 
 
 def held_out(params: Any) -> Any:
-    """``params`` with episodes drawn from the held-out days, when it has profiles."""
+    """``params`` with episodes drawn from the held-out days, when its profiles have a
+    train/test split (:class:`~jaxgrid.data.Profiles`); else ``params`` itself."""
     profiles = getattr(params, "profiles", None)
-    if profiles is None:
+    if not hasattr(profiles, "for_testing"):
         return params
     return params.replace(profiles=profiles.for_testing())
 

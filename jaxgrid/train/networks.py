@@ -2,9 +2,11 @@
 
 :class:`ActorCritic` maps observations ``(..., n_agents, obs_dim)`` to a policy's
 distribution parameters ``(..., n_agents, ...)`` and values ``(..., n_agents)``. All
-agents of one type share a network; with ``agent_ids`` each agent's one-hot index is
-appended to its observation so that a shared network can still tell agents apart
-(IPPO). A single agent (PPO) is the case ``n_agents = 1``.
+agents of one type share a network; with ``agent_ids`` each agent also has its own
+learned bias on the first hidden layer, so that a shared network can still tell agents
+apart (IPPO). That bias is exactly what appending a one-hot agent index to the
+observation would add, without multiplying the zeros of the one-hot. A single agent
+(PPO) is the case ``n_agents = 1``.
 """
 
 from __future__ import annotations
@@ -15,30 +17,39 @@ import flax.linen as nn
 import jax.numpy as jnp
 import numpy as np
 
+ORTHOGONAL = nn.initializers.orthogonal(np.sqrt(2))
+
 
 class MLP(nn.Module):
-    """Dense layers with tanh, orthogonal initialisation."""
+    """Dense layers with tanh and orthogonal initialisation; ``n_ids > 0`` adds a learned
+    ``(n_ids, width)`` bias to the first layer, one row per agent (second-last axis)."""
 
     hidden: Sequence[int]
+    n_ids: int = 0
 
     @nn.compact
     def __call__(self, x):
-        for width in self.hidden:
-            x = nn.tanh(nn.Dense(width, kernel_init=nn.initializers.orthogonal(np.sqrt(2)))(x))
+        for i, width in enumerate(self.hidden):
+            x = nn.Dense(width, kernel_init=ORTHOGONAL)(x)
+            if i == 0 and self.n_ids:
+                x = x + self.param("agent_bias", ORTHOGONAL, (self.n_ids, width), x.dtype)
+            x = nn.tanh(x)
         return x
 
 
 class TypeNetwork(nn.Module):
-    """Actor and critic of one agent type: ``(..., obs) -> ((..., n_out), (...,))``."""
+    """Actor and critic of one agent type: ``(..., members, obs) -> ((..., members, n_out),
+    (..., members))``."""
 
     hidden: Sequence[int]
     n_out: int
+    n_ids: int = 0
 
     @nn.compact
     def __call__(self, x):
-        actor = MLP(self.hidden)(x)
+        actor = MLP(self.hidden, self.n_ids)(x)
         out = nn.Dense(self.n_out, kernel_init=nn.initializers.orthogonal(0.01))(actor)
-        critic = MLP(self.hidden)(x)
+        critic = MLP(self.hidden, self.n_ids)(x)
         value = nn.Dense(1, kernel_init=nn.initializers.orthogonal(1.0))(critic)[..., 0]
         return out, value
 
@@ -50,7 +61,7 @@ class ActorCritic(nn.Module):
         agent_type: static index of each agent's type, length ``n_agents``.
         n_out: distribution parameters per agent (e.g. ``2 * act_dim`` for a Beta).
         hidden: hidden layer widths.
-        agent_ids: append each agent's one-hot index to its observation.
+        agent_ids: give each agent of a type its own first-layer bias.
     """
 
     agent_type: tuple[int, ...]
@@ -60,16 +71,12 @@ class ActorCritic(nn.Module):
 
     @nn.compact
     def __call__(self, obs):
-        n = len(self.agent_type)
-        if self.agent_ids and n > 1:
-            ids = jnp.broadcast_to(jnp.eye(n, dtype=obs.dtype), obs.shape[:-2] + (n, n))
-            obs = jnp.concatenate([obs, ids], axis=-1)
         types = np.asarray(self.agent_type)
-        outs, values = [], []
-        order = []
+        outs, values, order = [], [], []
         for t in sorted(set(self.agent_type)):
             members = np.flatnonzero(types == t)
-            out, value = TypeNetwork(self.hidden, self.n_out, name=f"type_{t}")(
+            n_ids = len(members) if self.agent_ids and len(members) > 1 else 0
+            out, value = TypeNetwork(self.hidden, self.n_out, n_ids, name=f"type_{t}")(
                 obs[..., members, :]
             )
             outs.append(out)

@@ -235,9 +235,16 @@ def make_train(
             jax.random.split(k_env, config.num_envs), runner.env_state, action, env_params
         )
         obs, env_state = shard((obs, env_state))
-        final_features, _ = _split_obs(info["final_observation"])
-        _, next_value = network.apply(p["net"], normalize(runner, final_features))
         done = (terminated | truncated)[:, None]
+        # the value after a step is the next step's value, except where an episode ended:
+        # there it is the final observation's (evaluated only on steps where one ended)
+        final_value = jax.lax.cond(
+            jnp.any(done),
+            lambda: network.apply(
+                p["net"], normalize(runner, _split_obs(info["final_observation"])[0])
+            )[1],
+            lambda: jnp.zeros_like(value),
+        )
         discounted = runner.discounted_return * config.gamma * (1.0 - done) + reward
         return_stats = (
             runner.return_stats.update(discounted)
@@ -250,7 +257,7 @@ def make_train(
             mask=mask,
             log_prob=log_prob(dist, raw),
             value=value,
-            next_value=next_value,
+            next_value=final_value,  # completed after the rollout
             reward=reward,
             terminated=jnp.broadcast_to(terminated[:, None], reward.shape),
             truncated=jnp.broadcast_to(truncated[:, None], reward.shape),
@@ -278,6 +285,12 @@ def make_train(
     def update_step(runner: Runner, env_params=default_params):
         (runner, _), (traj, raw_features) = jax.lax.scan(
             env_step, (runner, env_params), None, config.num_steps
+        )
+        features, _ = _split_obs(runner.obs)
+        _, last_value = network.apply(runner.train_state.params["net"], normalize(runner, features))
+        following = jnp.concatenate([traj.value[1:], last_value[None]])
+        traj = traj._replace(
+            next_value=jnp.where(traj.terminated | traj.truncated, traj.next_value, following)
         )
         reward = traj.reward
         if config.normalize_reward:

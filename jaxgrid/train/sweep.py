@@ -65,6 +65,8 @@ class Sweep:
         self.init = jax.jit(self._init)
 
     def _init(self, key):
+        if self.members == 1:
+            return _add_axes(self.fns.init(jax.random.split(key, 1)[0], self.scenarios[0], 0))
         keys = jax.random.split(key, self.seeds)
         seed_index = jnp.arange(self.seeds)
 
@@ -76,6 +78,10 @@ class Sweep:
         return jax.vmap(scenario)(self.params, jnp.arange(len(self.scenarios)))
 
     def _run_updates(self, runners, count: int, first: int = 0):
+        if self.members == 1:  # no vmap: the rollout's conds stay conds
+            runner = jax.tree_util.tree_map(lambda x: x[0, 0], runners)
+            return _add_axes(self.fns.run_updates(runner, self.scenarios[0], count, first))
+
         def scenario(runners, params):
             return jax.vmap(lambda r: self.fns.run_updates(r, params, count, first))(runners)
 
@@ -92,3 +98,8 @@ class Sweep:
             return runners
         sharding = NamedSharding(Mesh(devices, ("seeds",)), PartitionSpec(None, "seeds"))
         return jax.device_put(runners, sharding)
+
+
+def _add_axes(tree):
+    """A lone member's pytree with the sweep's (scenarios, seeds) axes of size 1."""
+    return jax.tree_util.tree_map(lambda x: jnp.asarray(x)[None, None], tree)

@@ -18,12 +18,20 @@ def go_to_target(key, obs):
     return jnp.clip(0.5 - obs[:, :1], -0.2, 0.2)
 
 
-@pytest.mark.parametrize("algo", ["ppo", "ippo"])
-def test_learns_the_tank_task_close_to_the_hand_written_optimum(algo):
+@pytest.mark.parametrize(
+    "algo, distribution", [("ppo", "beta"), ("ippo", "beta"), ("ippo", "gaussian")]
+)
+def test_learns_the_tank_task_close_to_the_hand_written_optimum(algo, distribution):
     env = Tanks(num_agents=2, horizon=8)
     params = env.default_params()
     config = ppo.PPOConfig(
-        total_steps=120_000, num_envs=32, num_steps=32, hidden=(32, 32), lr=1e-3, gamma=0.9
+        total_steps=120_000,
+        num_envs=32,
+        num_steps=32,
+        hidden=(32, 32),
+        lr=1e-3,
+        gamma=0.9,
+        distribution=distribution,
     )
     make = ppo.make_train if algo == "ppo" else ippo.make_train
     fns = make(config, env, params)

@@ -1,0 +1,133 @@
+"""End-to-end training throughput of the bundled PPO and IPPO: env-steps/s per env.
+
+    python benchmarks/train_throughput.py [--quick] [--devices N] [--out FILE]
+
+Each case compiles ``run_updates`` (rollout, GAE, minibatch updates: the whole training
+loop) for a fixed number of updates, runs it once to compile, then times repeated calls;
+env-steps/s is ``updates * num_envs * num_steps`` over the median time. The network size,
+batch and update schedule are printed beside each number. PowerZooJax's figures (same
+kind of 2-core machine, its own PPO through Rejax and its typed IPPO, see
+../shared/DESIGN.md section 6) are the goals' references: its DSO PPO and DERs IPPO use
+separate (or shared-trunk) 128-128 MLPs on 128 environments x 48 steps, 4 epochs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+# (label, env, env kwargs, algo, PPOConfig fields, reference env-steps/s, goal factor)
+CASES = [
+    (
+        "PowerZooJax's DSO PPO batch",
+        "dso33-v0",
+        {},
+        "ppo",
+        dict(num_envs=128, num_steps=48, hidden=(128, 128), update_epochs=4, num_minibatches=4,
+             distribution="gaussian"),
+        4.7e4,
+        2.0,
+    ),
+    (
+        "PowerZooJax's DERs IPPO batch",
+        "ders141-v0",
+        {},
+        "ippo",
+        dict(num_envs=128, num_steps=48, hidden=(128, 128), update_epochs=4, num_minibatches=1,
+             distribution="gaussian"),
+        1.2e4,
+        2.0,
+    ),
+    ("tuned (README result)", "smartgrid-v0", {}, "ippo",
+     dict(num_envs=64, num_steps=128, hidden=(64, 64)), None, None),
+    ("small network", "smartgrid-v0", {}, "ippo",
+     dict(num_envs=256, num_steps=32, hidden=(16,), update_epochs=1, num_minibatches=1),
+     None, None),
+    ("tuned (README result)", "arbitrage-v0", {}, "ppo", dict(), None, None),
+    ("tuned (README result)", "voltage33-v0", {}, "ippo", dict(), None, None),
+]  # fmt: skip
+GOAL_ABSOLUTE = {"smartgrid-v0": 1e5}  # IPPO on smartgrid-v0: >= 1e5 env-steps/s
+
+
+def _setup_devices(n: int) -> None:
+    flags = os.environ.get("XLA_FLAGS", "")
+    if n > 1 and "xla_force_host_platform_device_count" not in flags:
+        os.environ["XLA_FLAGS"] = f"{flags} --xla_force_host_platform_device_count={n}".strip()
+
+
+def measure(env_name, env_kwargs, algo, fields, updates: int, repeats: int):
+    """``(env-steps/s, compile s, agents, PPOConfig)`` of one case."""
+    import jax
+
+    import jaxgrid
+    from jaxgrid.train.run import ALGOS, RunConfig
+
+    config = RunConfig(env=env_name, algo=algo, env_kwargs=env_kwargs, ppo=dict(fields))
+    config.ppo.pop("log_every")
+    ppo = config.ppo_config()
+    env, params = jaxgrid.make(env_name, **config.env_kwargs)
+    fns = ALGOS[algo](ppo, env, params)
+    run = jax.jit(fns.run_updates, static_argnums=(2,), donate_argnums=0)
+    runner = jax.jit(fns.init)(jax.random.PRNGKey(0), params)
+    t0 = time.perf_counter()
+    runner, _ = jax.block_until_ready(run(runner, params, updates))
+    compile_s = time.perf_counter() - t0
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        runner, _ = jax.block_until_ready(run(runner, params, updates))
+        times.append(time.perf_counter() - t0)
+    steps = updates * ppo.num_envs * ppo.num_steps
+    return steps / statistics.median(times), compile_s, env.num_agents, ppo
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer updates and repeats")
+    parser.add_argument("--devices", type=int, default=1, help="XLA host devices (CPU)")
+    parser.add_argument("--envs", nargs="*", help="only these environments")
+    parser.add_argument("--out", help="also write the table to this markdown file")
+    args = parser.parse_args(argv)
+    _setup_devices(args.devices)
+    import jax
+
+    updates, repeats = (2, 3) if args.quick else (4, 7)
+    lines = [
+        f"Training env-steps/s on {jax.devices()[0].platform} ({os.cpu_count()} cores, "
+        f"{len(jax.devices())} XLA device(s)), float32, median of {repeats} runs of {updates} "
+        "updates after compilation.",
+        "",
+        "| algo | env | agents | case | network | envs x steps | epochs x minibatches "
+        "| env-steps/s | agent-steps/s | goal | compile s |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    print("\n".join(lines), flush=True)
+    for label, env_name, env_kwargs, algo, fields, reference, factor in CASES:
+        if args.envs and env_name not in args.envs:
+            continue
+        rate, compile_s, agents, ppo = measure(env_name, env_kwargs, algo, fields, updates, repeats)
+        if reference is not None:
+            goal = f">= {factor * reference:.3g} ({factor:g}x PowerZooJax {reference:.3g})"
+        elif env_name in GOAL_ABSOLUTE and algo == "ippo":
+            goal = f">= {GOAL_ABSOLUTE[env_name]:.3g}"
+        else:
+            goal = "-"
+        network = f"{'-'.join(map(str, ppo.hidden))} tanh, actor + critic per type"
+        row = (
+            f"| {algo} | {env_name} | {agents} | {label} | {network} | "
+            f"{ppo.num_envs} x {ppo.num_steps} | {ppo.update_epochs} x {ppo.num_minibatches} | "
+            f"{rate:.3g} | {rate * agents:.3g} | {goal} | {compile_s:.1f} |"
+        )
+        lines.append(row)
+        print(row, flush=True)
+    if args.out:
+        Path(args.out).write_text("\n".join(lines) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
