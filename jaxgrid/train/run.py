@@ -275,11 +275,14 @@ def format_table(report: dict) -> str:
             lines.append("| " + " | ".join([name, *(f"{c:.4g}" for c in cells)]) + " |")
         if scenario["oracle_return"] is not None:
             lines.append(f"| oracle | {scenario['oracle_return']:.4g} |" + " |" * (len(head) - 2))
-        lines += [
-            "",
-            f"score {scenario['score_mean']:.3f} ± {scenario['score_std']:.3f} "
-            f"(0 = {scenario['score_reference']}, 1 = {scenario['score_best']})",
-        ]
+        if scenario["score_best"] == scenario["score_reference"]:
+            score = f"no score: nothing beats {scenario['score_reference']} but the policy"
+        else:
+            score = (
+                f"score {scenario['score_mean']:.3f} ± {scenario['score_std']:.3f} "
+                f"(0 = {scenario['score_reference']}, 1 = {scenario['score_best']})"
+            )
+        lines += ["", score]
         blocks.append("\n".join(lines))
     return "\n\n".join(blocks)
 
