@@ -42,8 +42,7 @@ CASES = [
         1.2e4,
         2.0,
     ),
-    ("tuned (README result)", "smartgrid-v0", {}, "ippo",
-     dict(num_envs=64, num_steps=128, hidden=(64, 64)), None, None),
+    ("tuned (README result)", "smartgrid-v0", {}, "ippo", dict(), None, None),
     ("small network", "smartgrid-v0", {}, "ippo",
      dict(num_envs=256, num_steps=32, hidden=(16,), update_epochs=1, num_minibatches=1),
      None, None),
@@ -116,7 +115,7 @@ def main(argv=None) -> int:
             goal = f">= {GOAL_ABSOLUTE[env_name]:.3g}"
         else:
             goal = "-"
-        network = f"{'-'.join(map(str, ppo.hidden))} tanh, actor + critic per type"
+        network = f"{'-'.join(map(str, ppo.hidden))} tanh, {ppo.distribution}"
         row = (
             f"| {algo} | {env_name} | {agents} | {label} | {network} | "
             f"{ppo.num_envs} x {ppo.num_steps} | {ppo.update_epochs} x {ppo.num_minibatches} | "
