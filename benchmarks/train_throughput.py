@@ -66,7 +66,6 @@ def measure(env_name, env_kwargs, algo, fields, updates: int, repeats: int):
     from jaxgrid.train.run import ALGOS, RunConfig
 
     config = RunConfig(env=env_name, algo=algo, env_kwargs=env_kwargs, ppo=dict(fields))
-    config.ppo.pop("log_every")
     ppo = config.ppo_config()
     env, params = jaxgrid.make(env_name, **config.env_kwargs)
     fns = ALGOS[algo](ppo, env, params)

@@ -176,10 +176,7 @@ def train_run(
     checkpoints.close()
     if done < n_updates:
         return None
-    report = evaluate_runners(run, runners)
-    (out / "eval.json").write_text(json.dumps(report, indent=2) + "\n")
-    plot_learning_curve(out, report)
-    return report
+    return _write_report(out, evaluate_runners(run, runners))
 
 
 def evaluate_run(out, episodes: int | None = None) -> dict:
@@ -195,7 +192,11 @@ def evaluate_run(out, episodes: int | None = None) -> dict:
     checkpoints = Checkpoints(out / "checkpoints")
     runners = checkpoints.restore(run.fresh_runners())
     checkpoints.close()
-    report = evaluate_runners(run, runners)
+    return _write_report(out, evaluate_runners(run, runners))
+
+
+def _write_report(out: Path, report: dict) -> dict:
+    """Write ``eval.json`` and ``learning_curve.png`` for ``report``; return it."""
     (out / "eval.json").write_text(json.dumps(report, indent=2) + "\n")
     plot_learning_curve(out, report)
     return report
