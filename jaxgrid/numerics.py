@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 
+import jax
 import jax.numpy as jnp
 
 from jaxgrid.types import Array
@@ -20,6 +21,29 @@ def div_tiny(num: Array, den: Array) -> Array:
     den = jnp.asarray(den)
     tiny = jnp.finfo(jnp.result_type(num, den, jnp.float32)).tiny
     return num / jnp.where(den == 0, tiny, den)
+
+
+def transpose_once(x: Array) -> Array:
+    """The transpose of the last two axes of ``x``, computed once.
+
+    Written as an exact product with the identity (``HIGHEST`` precision: no TF32 or
+    bfloat16 passes): XLA materialises a product's result, whereas a transpose is
+    fused into every consumer and recomputed, with strided reads, in each of them.
+    ``x`` must be finite (``0 * inf`` would spread NaN).
+    """
+    eye = jnp.eye(x.shape[-1], dtype=x.dtype)
+    return jnp.einsum("...ac,cb->...ba", x, eye, precision=jax.lax.Precision.HIGHEST)
+
+
+def sum_last_axis(x: Array) -> Array:
+    """``jnp.sum(x, axis=-1)`` as a product with a vector of ones (``HIGHEST`` precision).
+
+    On XLA's CPU backend a sum over a short minor axis fused with its elementwise
+    producers runs several times slower than the same terms materialised once and
+    multiplied by ones.
+    """
+    ones = jnp.ones(x.shape[-1], x.dtype)
+    return jnp.matmul(x, ones, precision=jax.lax.Precision.HIGHEST)
 
 
 def interp_unit(x: Array, low, high) -> Array:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 
-from jaxgrid.numerics import div_tiny
+from jaxgrid.numerics import div_tiny, sum_last_axis
 from jaxgrid.types import Array
 
 
@@ -20,7 +20,7 @@ def hoover(values: Array) -> Array:
 def hoover_without_each(values: Array) -> Array:
     """``out[..., j]`` = Hoover index of ``values`` without entry ``j`` ``(..., n)``.
 
-    Computed as fused elementwise terms over an ``n x n`` table (no gathers). With the
+    Computed from an ``n x n`` table of elementwise terms (no gathers). With the
     others' mean ``m_j = (S - x_j) / (n - 1)``, their deviations sum to zero, so
     ``sum_{i != j} |x_i - m_j| = 2 sum_{i != j} max(x_i - m_j, 0)``. For ``n = 1`` the
     others are empty and the index is 0.
@@ -31,5 +31,5 @@ def hoover_without_each(values: Array) -> Array:
     others_sum = jnp.sum(values, axis=-1, keepdims=True) - values  # (..., n)
     others_mean = others_sum / (n - 1)
     above = jnp.maximum(values[..., None, :] - others_mean[..., :, None], 0.0)  # [.., j, i]
-    spread = 2.0 * (jnp.sum(above, axis=-1) - jnp.maximum(values - others_mean, 0.0))
+    spread = 2.0 * (sum_last_axis(above) - jnp.maximum(values - others_mean, 0.0))
     return div_tiny(spread, 2.0 * others_sum)

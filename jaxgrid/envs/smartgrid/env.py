@@ -60,6 +60,7 @@ from jaxgrid.envs.smartgrid.observation import (
 )
 from jaxgrid.envs.smartgrid.rewards import NUMERIC_OBJECTIVES, Judged
 from jaxgrid.envs.smartgrid.types import SmartgridParams, SmartgridState
+from jaxgrid.numerics import transpose_once
 from jaxgrid.rewards.argumentation import J_RATIO, judgment
 from jaxgrid.types import float_dtype
 
@@ -142,7 +143,7 @@ class SmartGrid(Environment):
 
     def transition(self, key, state: SmartgridState, action, params: SmartgridParams) -> Transition:
         capacity = params.capacity.astype(action.dtype)
-        buildings, enacted = prosumer.enact(state.buildings, action.T, capacity)
+        buildings, enacted = prosumer.enact(state.buildings, transpose_once(action), capacity)
         t = state.time + 1
         buildings = self._advance(buildings, enacted, state.production_key, t, params)
         new_state = state.replace(
