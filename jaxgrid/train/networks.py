@@ -77,13 +77,23 @@ class ActorCritic(nn.Module):
             members = np.flatnonzero(types == t)
             n_ids = len(members) if self.agent_ids and len(members) > 1 else 0
             out, value = TypeNetwork(self.hidden, self.n_out, n_ids, name=f"type_{t}")(
-                obs[..., members, :]
+                _take_agents(obs, members)
             )
             outs.append(out)
             values.append(value)
             order.append(members)
         # put the agents back in their order
         inverse = np.argsort(np.concatenate(order))
-        return jnp.concatenate(outs, axis=-2)[..., inverse, :], jnp.concatenate(values, axis=-1)[
-            ..., inverse
-        ]
+        out = _take_agents(jnp.concatenate(outs, axis=-2), inverse)
+        value = _take_agents(jnp.concatenate(values, axis=-1)[..., None], inverse)[..., 0]
+        return out, value
+
+
+def _take_agents(x, index: np.ndarray):
+    """``x[..., index, :]``; a slice where ``index`` is a contiguous range (agents of a type
+    listed together, the usual case), which spares a gather and, in the gradient, a
+    scatter."""
+    start = int(index[0])
+    if np.array_equal(index, np.arange(start, start + len(index))):
+        return x[..., start : start + len(index), :]
+    return x[..., index, :]

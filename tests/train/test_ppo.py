@@ -83,6 +83,20 @@ def test_one_network_per_agent_type():
     assert not np.allclose(out[0], out[2])  # another type, another network
 
 
+def test_interleaved_agent_types_give_the_same_outputs_as_grouped_ones():
+    from jaxgrid.train.networks import ActorCritic
+
+    obs = jax.random.normal(KEY, (5, 3, 4))  # (envs, agents, obs)
+    interleaved = ActorCritic(agent_type=(0, 1, 0), n_out=2, hidden=(8,))  # gathers
+    grouped = ActorCritic(agent_type=(0, 0, 1), n_out=2, hidden=(8,))  # slices
+    params = interleaved.init(KEY, obs)
+    order = np.array([0, 2, 1])  # the interleaved agents, grouped by type
+    out_i, value_i = interleaved.apply(params, obs)
+    out_g, value_g = grouped.apply(params, obs[:, order])
+    np.testing.assert_allclose(out_i[:, order], out_g, rtol=1e-6)
+    np.testing.assert_allclose(value_i[:, order], value_g, rtol=1e-6)
+
+
 def test_update_step_compiles_once():
     env = Tanks()
     fns = ppo.make_train(ppo.PPOConfig(total_steps=1024, num_envs=8, num_steps=8), env)
