@@ -9,6 +9,11 @@ batch and update schedule are printed beside each number. PowerZooJax's figures 
 kind of 2-core machine, its own PPO through Rejax and its typed IPPO, see
 ../shared/DESIGN.md section 6) are the goals' references: its DSO PPO and DERs IPPO use
 separate (or shared-trunk) 128-128 MLPs on 128 environments x 48 steps, 4 epochs.
+
+"matmul bound" is the speed no implementation of the same networks and batch can pass on
+this machine: the FLOPs of the networks' matrix products per environment step (rollout
+forward pass; per epoch forward pass, weight and input gradients), divided by the FLOP/s
+that ``tanh(x @ w)`` reaches here at the batch's hidden-layer size (best of repeats).
 """
 
 from __future__ import annotations
@@ -42,6 +47,16 @@ CASES = [
         1.2e4,
         2.0,
     ),
+    (
+        "PowerZooJax's DERs IPPO network (shared torso)",
+        "ders141-v0",
+        {},
+        "ippo",
+        dict(num_envs=128, num_steps=48, hidden=(128, 128), update_epochs=4, num_minibatches=1,
+             distribution="gaussian", shared_torso=True),
+        1.2e4,
+        2.0,
+    ),
     ("tuned (README result)", "smartgrid-v0", {}, "ippo", dict(), None, None),
     ("small network", "smartgrid-v0", {}, "ippo",
      dict(num_envs=256, num_steps=32, hidden=(16,), update_epochs=1, num_minibatches=1),
@@ -58,8 +73,54 @@ def _setup_devices(n: int) -> None:
         os.environ["XLA_FLAGS"] = f"{flags} --xla_force_host_platform_device_count={n}".strip()
 
 
+def network_flops(net_params, agent_types) -> tuple[float, float]:
+    """``(forward, first-layer)`` multiply-add counts of the networks per environment step,
+    summed over agents (each agent through its type's actor and critic)."""
+    import jax
+    import numpy as np
+
+    members = {t: agent_types.count(name) for t, name in enumerate(dict.fromkeys(agent_types))}
+    forward = first = 0.0
+    for type_name, subtree in net_params["params"].items():
+        count = members[int(type_name.split("_")[1])]
+        for path, leaf in jax.tree_util.tree_flatten_with_path(subtree)[0]:
+            if jax.tree_util.keystr(path).endswith("['kernel']"):
+                forward += count * float(np.prod(leaf.shape))
+                if "Dense_0" in jax.tree_util.keystr(path) and "MLP" in jax.tree_util.keystr(path):
+                    first += count * float(np.prod(leaf.shape))
+    return forward, first
+
+
+def matmul_rate(rows: int, width: int, repeats: int) -> float:
+    """FLOP/s of ``tanh(x @ w)`` at ``(rows, width) @ (width, width)``: what this machine's
+    matrix products reach at the size of the training batch's hidden layers."""
+    import jax
+    import jax.numpy as jnp
+
+    x, w = jnp.ones((rows, width)), jnp.ones((width, width))
+    layer = jax.jit(lambda x, w: jnp.tanh(x @ w))
+    jax.block_until_ready(layer(x, w))
+    best = float("inf")
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        jax.block_until_ready(layer(x, w))
+        best = min(best, time.perf_counter() - t0)
+    return 2.0 * rows * width * width / best
+
+
+def matmul_bound(ppo, net_params, agent_types, repeats: int) -> float:
+    """Env-steps/s above which training cannot run on this machine, counting only the
+    networks' matrix products at the measured product rate: per environment step, one
+    forward pass in the rollout, then per epoch a forward pass, weight gradients and
+    input gradients of every layer but the first."""
+    forward, first = network_flops(net_params, agent_types)
+    flops = 2 * forward + ppo.update_epochs * (2 * forward + 2 * forward + 2 * (forward - first))
+    rows = ppo.num_envs * ppo.num_steps * len(agent_types) // ppo.num_minibatches
+    return matmul_rate(rows, max(ppo.hidden), repeats) / flops
+
+
 def measure(env_name, env_kwargs, algo, fields, updates: int, repeats: int):
-    """``(env-steps/s, compile s, agents, PPOConfig)`` of one case."""
+    """``(env-steps/s, compile s, agents, PPOConfig, matmul bound)`` of one case."""
     import jax
 
     import jaxgrid
@@ -80,7 +141,11 @@ def measure(env_name, env_kwargs, algo, fields, updates: int, repeats: int):
         runner, _ = jax.block_until_ready(run(runner, params, updates))
         times.append(time.perf_counter() - t0)
     steps = updates * ppo.num_envs * ppo.num_steps
-    return steps / statistics.median(times), compile_s, env.num_agents, ppo
+    agent_types = tuple(getattr(env, "agent_types", ("agent",) * env.num_agents))
+    if algo == "ppo":
+        agent_types = ("agent",)  # one centralised policy
+    bound = matmul_bound(ppo, runner.train_state.params["net"], agent_types, repeats)
+    return steps / statistics.median(times), compile_s, env.num_agents, ppo, bound
 
 
 def main(argv=None) -> int:
@@ -100,25 +165,28 @@ def main(argv=None) -> int:
         "updates after compilation.",
         "",
         "| algo | env | agents | case | network | envs x steps | epochs x minibatches "
-        "| env-steps/s | agent-steps/s | goal | compile s |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| env-steps/s | agent-steps/s | goal | matmul bound | compile s |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     print("\n".join(lines), flush=True)
     for label, env_name, env_kwargs, algo, fields, reference, factor in CASES:
         if args.envs and env_name not in args.envs:
             continue
-        rate, compile_s, agents, ppo = measure(env_name, env_kwargs, algo, fields, updates, repeats)
+        rate, compile_s, agents, ppo, bound = measure(
+            env_name, env_kwargs, algo, fields, updates, repeats
+        )
         if reference is not None:
             goal = f">= {factor * reference:.3g} ({factor:g}x PowerZooJax {reference:.3g})"
         elif env_name in GOAL_ABSOLUTE and algo == "ippo":
             goal = f">= {GOAL_ABSOLUTE[env_name]:.3g}"
         else:
             goal = "-"
-        network = f"{'-'.join(map(str, ppo.hidden))} tanh, {ppo.distribution}"
+        torso = " shared" if ppo.shared_torso else ""
+        network = f"{'-'.join(map(str, ppo.hidden))}{torso} tanh, {ppo.distribution}"
         row = (
             f"| {algo} | {env_name} | {agents} | {label} | {network} | "
             f"{ppo.num_envs} x {ppo.num_steps} | {ppo.update_epochs} x {ppo.num_minibatches} | "
-            f"{rate:.3g} | {rate * agents:.3g} | {goal} | {compile_s:.1f} |"
+            f"{rate:.3g} | {rate * agents:.3g} | {goal} | {bound:.3g} | {compile_s:.1f} |"
         )
         lines.append(row)
         print(row, flush=True)

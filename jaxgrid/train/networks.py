@@ -39,17 +39,19 @@ class MLP(nn.Module):
 
 class TypeNetwork(nn.Module):
     """Actor and critic of one agent type: ``(..., members, obs) -> ((..., members, n_out),
-    (..., members))``."""
+    (..., members))``; with ``shared_torso`` both heads sit on one MLP (half the
+    products, as PowerZooJax's ``SharedActorCritic``), otherwise each has its own."""
 
     hidden: Sequence[int]
     n_out: int
     n_ids: int = 0
+    shared_torso: bool = False
 
     @nn.compact
     def __call__(self, x):
         actor = MLP(self.hidden, self.n_ids)(x)
         out = nn.Dense(self.n_out, kernel_init=nn.initializers.orthogonal(0.01))(actor)
-        critic = MLP(self.hidden, self.n_ids)(x)
+        critic = actor if self.shared_torso else MLP(self.hidden, self.n_ids)(x)
         value = nn.Dense(1, kernel_init=nn.initializers.orthogonal(1.0))(critic)[..., 0]
         return out, value
 
@@ -62,12 +64,14 @@ class ActorCritic(nn.Module):
         n_out: distribution parameters per agent (e.g. ``2 * act_dim`` for a Beta).
         hidden: hidden layer widths.
         agent_ids: give each agent of a type its own first-layer bias.
+        shared_torso: actor and critic heads on one MLP per type.
     """
 
     agent_type: tuple[int, ...]
     n_out: int
     hidden: Sequence[int] = (64, 64)
     agent_ids: bool = True
+    shared_torso: bool = False
 
     @nn.compact
     def __call__(self, obs):
@@ -76,9 +80,9 @@ class ActorCritic(nn.Module):
         for t in sorted(set(self.agent_type)):
             members = np.flatnonzero(types == t)
             n_ids = len(members) if self.agent_ids and len(members) > 1 else 0
-            out, value = TypeNetwork(self.hidden, self.n_out, n_ids, name=f"type_{t}")(
-                _take_agents(obs, members)
-            )
+            out, value = TypeNetwork(
+                self.hidden, self.n_out, n_ids, self.shared_torso, name=f"type_{t}"
+            )(_take_agents(obs, members))
             outs.append(out)
             values.append(value)
             order.append(members)

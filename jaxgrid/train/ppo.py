@@ -62,6 +62,7 @@ class PPOConfig:
     lr: float = 3e-4
     anneal_lr: bool = True
     hidden: tuple[int, ...] = (64, 64)
+    shared_torso: bool = False  # actor and critic heads on one MLP (PowerZooJax's IPPO)
     distribution: str = "beta"  # or "gaussian" for Box actions
     normalize_obs: bool = True
     normalize_reward: bool = True
@@ -153,7 +154,11 @@ def make_train(
     else:
         raise ValueError(f"PPO supports Box and Discrete action spaces, not {space}")
     network = ActorCritic(
-        agent_type=agent_type, n_out=n_out, hidden=config.hidden, agent_ids=config.agent_ids
+        agent_type=agent_type,
+        n_out=n_out,
+        hidden=config.hidden,
+        agent_ids=config.agent_ids,
+        shared_torso=config.shared_torso,
     )
     n_updates = config.num_updates
     minibatch = config.num_envs * config.num_steps // config.num_minibatches

@@ -97,6 +97,21 @@ def test_interleaved_agent_types_give_the_same_outputs_as_grouped_ones():
     np.testing.assert_allclose(value_i[:, order], value_g, rtol=1e-6)
 
 
+def test_shared_torso_puts_both_heads_on_one_mlp_and_trains():
+    env = TwoKinds()
+    config = ppo.PPOConfig(total_steps=256, num_envs=4, num_steps=8, shared_torso=True)
+    fns = ippo.make_train(config, env)
+    runner = fns.init(KEY)
+    for kind in ("type_0", "type_1"):
+        assert sorted(runner.train_state.params["net"]["params"][kind]) == [
+            "Dense_0",
+            "Dense_1",
+            "MLP_0",
+        ]
+    _, metrics = jax.jit(fns.train)(KEY)
+    assert np.all(np.isfinite(np.asarray(metrics["value_loss"])))
+
+
 def test_update_step_compiles_once():
     env = Tanks()
     fns = ppo.make_train(ppo.PPOConfig(total_steps=1024, num_envs=8, num_steps=8), env)
