@@ -7,6 +7,7 @@ avoid_cpu_scheduler_hang()  # before JAX starts its backend
 # envs: importing it registers the environments
 from jaxgrid import envs, grid, rewards, spaces  # noqa: E402
 from jaxgrid.env import Environment, Transition  # noqa: E402
+from jaxgrid.export import export_trajectory, trajectory_columns  # noqa: E402
 from jaxgrid.registry import list_envs, make, register  # noqa: E402
 from jaxgrid.rollout import Trajectory, rollout  # noqa: E402
 
@@ -17,6 +18,7 @@ __all__ = [
     "Trajectory",
     "Transition",
     "envs",
+    "export_trajectory",
     "grid",
     "list_envs",
     "make",
@@ -24,4 +26,5 @@ __all__ = [
     "rewards",
     "rollout",
     "spaces",
+    "trajectory_columns",
 ]

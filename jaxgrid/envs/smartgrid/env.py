@@ -71,6 +71,7 @@ class SmartGrid(Environment):
     """EthicalSmartGrid's prosumer society (see the module docstring)."""
 
     cost_names = ()
+    action_names = prosumer.ACTIONS
 
     def __init__(
         self,
