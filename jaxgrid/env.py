@@ -95,15 +95,23 @@ class Environment(abc.ABC, Generic[TState, TParams]):
     def num_agents(self) -> int:
         return len(self.agents)
 
+    _name: str | None = None  # set by environments built under a registered name
+    _default_params: Any = None  # set by environments given their defaults when built
+
     @property
     def name(self) -> str:
-        return type(self).__name__
+        """The name the environment was built under, else its class name."""
+        return self._name or type(self).__name__
+
+    def default_params(self) -> TParams:
+        """The environment's default scenario (``self._default_params`` unless overridden)."""
+        if self._default_params is None:
+            raise NotImplementedError(
+                f"{type(self).__name__}: set self._default_params or override default_params()"
+            )
+        return self._default_params
 
     # -- the model, defined by each environment -------------------------------------
-
-    @abc.abstractmethod
-    def default_params(self) -> TParams:
-        """The environment's default scenario."""
 
     @abc.abstractmethod
     def observation_space(self, params: TParams) -> spaces.Space:

@@ -87,13 +87,6 @@ class Arbitrage(Environment):
         self._default_params = default_params
         self._name = name
 
-    @property
-    def name(self) -> str:
-        return self._name
-
-    def default_params(self) -> ArbitrageParams:
-        return self._default_params
-
     def action_space(self, params):
         return spaces.Box(-1.0, 1.0, (1, 1))
 

@@ -158,13 +158,6 @@ class DERs(Environment):
             n += self.counts[t]
         self.slices = offsets
 
-    @property
-    def name(self) -> str:
-        return self._name
-
-    def default_params(self) -> DERsParams:
-        return self._default_params
-
     def baselines(self, params: DERsParams) -> dict:
         """Random, no control (EVs charging flat out), and price/volt-var rules."""
         return {

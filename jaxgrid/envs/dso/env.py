@@ -117,13 +117,6 @@ class DSO(Environment):
         self._default_params = default_params
         self._name = name
 
-    @property
-    def name(self) -> str:
-        return self._name
-
-    def default_params(self) -> DSOParams:
-        return self._default_params
-
     def action_space(self, params):
         low = jnp.concatenate([jnp.zeros(self.n_flex), -jnp.ones(self.n_flex)])
         return spaces.Box(low[None], 1.0, (1, 2 * self.n_flex))

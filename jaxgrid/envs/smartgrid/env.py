@@ -92,13 +92,6 @@ class SmartGrid(Environment):
         self._default_params = default_params
         self._name = name
 
-    @property
-    def name(self) -> str:
-        return self._name
-
-    def default_params(self) -> SmartgridParams:
-        return self._default_params
-
     def action_space(self, params: SmartgridParams) -> spaces.Box:
         high = jnp.broadcast_to(params.action_limit[:, None], (self.num_agents, 6))
         return spaces.Box(0.0, high, (self.num_agents, 6))

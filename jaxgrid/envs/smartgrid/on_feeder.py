@@ -80,13 +80,6 @@ class SmartGridOnFeeder(Environment):
         self._default_params = default_params
         self._name = name
 
-    @property
-    def name(self) -> str:
-        return self._name
-
-    def default_params(self) -> FeederParams:
-        return self._default_params
-
     def scalarisation(self, params: FeederParams):
         return params.society.scalarisation
 

@@ -76,13 +76,6 @@ class VoltageControl(Environment):
         self._default_params = default_params
         self._name = name
 
-    @property
-    def name(self) -> str:
-        return self._name
-
-    def default_params(self) -> VoltageParams:
-        return self._default_params
-
     # -- spaces ----------------------------------------------------------------------
 
     def action_space(self, params: VoltageParams) -> spaces.Box:
