@@ -6,6 +6,7 @@ avoid_cpu_scheduler_hang()  # before JAX starts its backend
 
 # envs: importing it registers the environments
 from jaxgrid import envs, grid, rewards, spaces  # noqa: E402
+from jaxgrid.config import make_from_config  # noqa: E402
 from jaxgrid.env import Environment, Transition  # noqa: E402
 from jaxgrid.export import export_trajectory, trajectory_columns  # noqa: E402
 from jaxgrid.registry import list_envs, make, register  # noqa: E402
@@ -22,6 +23,7 @@ __all__ = [
     "grid",
     "list_envs",
     "make",
+    "make_from_config",
     "register",
     "rewards",
     "rollout",

@@ -100,7 +100,18 @@ def _value(text: str):
 def _run_config(args):
     from jaxgrid.train.run import RunConfig
 
-    fields = _read_config_file(args.config) if args.config else {}
+    fields = {}
+    if args.config:
+        from jaxgrid.config import ConfigError, is_scenario_file, make_from_config, scenario_kwargs
+
+        try:
+            if is_scenario_file(args.config):  # a scenario: the environment to train on
+                make_from_config(args.config)  # every check, the episode's length included
+                fields["env"], fields["env_kwargs"] = scenario_kwargs(args.config)
+            else:
+                fields = _read_config_file(args.config)
+        except ConfigError as e:
+            raise SystemExit(f"jaxgrid train: {e}") from None
     fields.setdefault("ppo", {})
     for name in ("env", "algo", "seeds", "seed", "checkpoint_every", "eval_episodes"):
         if getattr(args, name) is not None:
@@ -110,7 +121,7 @@ def _run_config(args):
     if args.weights:
         fields["weights"] = [[float(w) for w in row.split(",")] for row in args.weights.split(";")]
     if args.env_kwargs:
-        fields["env_kwargs"] = json.loads(args.env_kwargs)
+        fields["env_kwargs"] = {**fields.get("env_kwargs", {}), **json.loads(args.env_kwargs)}
     for item in args.set or []:
         name, sep, value = item.partition("=")
         if not sep:
@@ -144,7 +155,7 @@ def _eval(args) -> int:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="jaxgrid", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("list", help="list the registered environments").set_defaults(func=_list)
@@ -161,7 +172,11 @@ def main(argv: list[str] | None = None) -> int:
     train.add_argument("--seeds", type=int, help="independent trainings, vmapped")
     train.add_argument("--seed", type=int, help="PRNG seed")
     train.add_argument("--out", help="run directory (default runs/ENV-ALGO); reruns resume")
-    train.add_argument("--config", help="JSON or TOML run config; flags override it")
+    train.add_argument(
+        "--config",
+        help="a scenario file (TOML/YAML: env, [episode], [params]; see configs/) or a JSON/TOML "
+        "run config; flags override it",
+    )
     train.add_argument("--weights", help="reward weightings to sweep, e.g. '1,0,0;0,1,0'")
     train.add_argument("--env-kwargs", help="JSON arguments of the environment factory")
     train.add_argument("--set", action="append", metavar="NAME=VALUE", help="a PPO setting")
@@ -174,7 +189,11 @@ def main(argv: list[str] | None = None) -> int:
     evaluate.add_argument("--run", required=True, help="run directory written by jaxgrid train")
     evaluate.add_argument("--episodes", type=int, help="held-out episodes per policy")
     evaluate.set_defaults(func=_eval)
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
     return args.func(args)
 
 

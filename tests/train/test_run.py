@@ -107,3 +107,17 @@ def test_tuned_defaults_fill_what_the_config_leaves_out():
     assert config.env_kwargs == {"barrier": "bowl", "q_weight": 0.05}
     assert config.ppo["num_steps"] == 96
     assert RunConfig.from_json(json.loads(json.dumps(config.to_json()))) == config
+
+
+def test_train_takes_a_scenario_file(tmp_path):
+    from jaxgrid.cli import _run_config, build_parser
+
+    scenario = tmp_path / "cheap_battery.toml"
+    scenario.write_text('env = "arbitrage-v0"\n[params]\ndegradation_cost = 0.5\n')
+    args = build_parser().parse_args(["train", "--config", str(scenario), "--algo", "ppo"])
+    config = _run_config(args)
+    assert config.env == "arbitrage-v0"
+    assert config.env_kwargs == {"degradation_cost": 0.5}
+    scenario.write_text('env = "arbitrage-v0"\n[params]\ndegradation_cost = -0.5\n')
+    with pytest.raises(SystemExit, match=r"cheap_battery\.toml: params\.degradation_cost"):
+        _run_config(build_parser().parse_args(["train", "--config", str(scenario)]))

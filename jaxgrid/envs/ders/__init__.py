@@ -48,7 +48,7 @@ def make_ders(
     window: int = 4,
     load_scale: float | None = None,
     price: str = "merit_order",
-    weights=(0.02, 20.0, 50.0, 5.0, 1.0),
+    weights: tuple[float, ...] = (0.02, 20.0, 50.0, 5.0, 1.0),
     distflow_iterations: int = 5,
     abort: dict | None = None,
 ):

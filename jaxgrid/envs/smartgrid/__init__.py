@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import inspect
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -37,16 +39,16 @@ def make_smartgrid(
     generator: str = "random",
     lower: float | None = None,
     upper: float | None = None,
-    energy_series=None,
-    energy_bounds=None,
-    productions=None,
+    energy_series: tuple[float, ...] | None = None,
+    energy_bounds: tuple[float, float] | None = None,
+    productions: dict[str, tuple[float, ...]] | None = None,
     objectives: tuple[str, ...] = DEFAULT_OBJECTIVES,
     scalarisation: str = "single",
-    weights=None,
+    weights: tuple[float, ...] | None = None,
     schedule: dict | None = None,
     judgments: str | dict = "simple",
-    mos_coefficients=(0.2, 0.8),
-    adaptability_steps=(3000, 2000, 2000, 6000),
+    mos_coefficients: tuple[float, float] = (0.2, 0.8),
+    adaptability_steps: tuple[int, int, int, int] = (3000, 2000, 2000, 6000),
     horizon: int = 10_000,
     peer_energy_loss: bool = False,
     name: str = "smartgrid-v0",
@@ -227,7 +229,15 @@ def _variant(name, **preset):
     def factory(**overrides):
         return make_smartgrid(**{**preset, **overrides, "name": name})
 
-    factory.__signature__ = __import__("inspect").signature(make_smartgrid)
+    # the signature shows the variant's own defaults (scenario files list them)
+    signature = inspect.signature(make_smartgrid)
+    factory.__signature__ = signature.replace(
+        parameters=[
+            p.replace(default=preset.get(n, p.default))
+            for n, p in signature.parameters.items()
+            if n != "name"
+        ]
+    )
     register(name, factory)
 
 
@@ -250,6 +260,10 @@ def make_smartgrid33(
     return on_case33bw(env, params, buildings_per_agent, background_share, abort)
 
 
+# the society's arguments are part of smartgrid33's signature (make() checks overrides)
+_own = list(inspect.signature(make_smartgrid33).parameters.values())[:-1]
+_society = [p for n, p in inspect.signature(make_smartgrid).parameters.items() if n != "name"]
+make_smartgrid33.__signature__ = inspect.Signature(_own + _society)
 register("smartgrid33-v0", make_smartgrid33)
 
 __all__ = [

@@ -1,0 +1,21 @@
+"""Scenario files (TOML or YAML) that build registered environments with validated arguments."""
+
+from jaxgrid.config.scenario import (
+    ConfigError,
+    is_scenario_file,
+    load_scenario,
+    make_from_config,
+    params_model,
+    scenario_kwargs,
+    scenario_toml,
+)
+
+__all__ = [
+    "ConfigError",
+    "is_scenario_file",
+    "load_scenario",
+    "make_from_config",
+    "params_model",
+    "scenario_kwargs",
+    "scenario_toml",
+]

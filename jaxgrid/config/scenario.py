@@ -1,0 +1,304 @@
+"""Scenario files: a registered environment and its factory's arguments, in TOML or YAML.
+
+.. code-block:: toml
+
+    env = "voltage33-v0"              # a registered environment (jaxgrid.list_envs())
+
+    [episode]                         # optional: checked against the environment built
+    duration_h = 24
+    sampling_time_min = 15            # must divide the duration
+
+    [params]                          # the factory's arguments; defaults where left out
+    barrier = "bowl"
+    q_weight = 0.02
+    abort = { min_vm_pu = [0.8, 1.2] }
+
+The ``[params]`` table is validated against the factory's signature (pydantic): unknown
+keys, wrong types, NaN or infinite numbers and values outside the range of well-known
+arguments (capacities, efficiencies, counts, weights, bounds) are errors; so are the
+factory's own refusals (an unknown scenario, objective or abort variable). Every error is
+one :class:`ConfigError` naming the file, the key path and what was expected.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+from pathlib import Path
+from typing import Annotated, Any, Union, get_args, get_origin
+
+import pydantic
+from pydantic import ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr
+
+from jaxgrid.registry import _REGISTRY, list_envs, make
+
+# value ranges of arguments that mean the same in every family
+POSITIVE = {
+    "load_scale", "capacity_mwh", "p_max_mw", "steps_per_day", "distflow_iterations",
+    "horizon", "buildings_per_agent", "window", "vm_slack_pu",
+}  # fmt: skip
+NON_NEGATIVE = {
+    "q_weight", "degradation_cost", "deferral_weight", "households", "offices", "schools",
+    "lower", "upper", "background_share", "seed", "forecast",
+}  # fmt: skip
+FRACTIONS = {"efficiency": (0.0, 1.0, "in (0, 1]"), "initial_soc": (None, 1.0, "in [0, 1]")}
+ORDERED_PAIRS = {"soc_bounds", "v_band", "energy_bounds"}
+STRICT = {float: StrictFloat, int: StrictInt, str: StrictStr, bool: StrictBool}
+TYPE_NAMES = {"tuple", "dict", "float", "int", "str", "bool", "None"}
+
+
+class ConfigError(ValueError):
+    """A scenario file that cannot be built: names the file, the key path and the problem."""
+
+
+class EpisodeSection(pydantic.BaseModel):
+    """``[episode]``: how long an episode lasts and how long one step is."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    duration_h: Annotated[StrictFloat, Field(gt=0)]
+    sampling_time_min: Annotated[StrictFloat, Field(gt=0)]
+
+    @pydantic.model_validator(mode="after")
+    def _divides(self):
+        steps = self.duration_h * 60 / self.sampling_time_min
+        if not math.isclose(steps, round(steps), abs_tol=1e-9):
+            raise ValueError(
+                f"sampling_time_min = {self.sampling_time_min:g} does not divide "
+                f"duration_h = {self.duration_h:g} h ({steps:.3g} steps)"
+            )
+        return self
+
+    @property
+    def steps(self) -> int:
+        return round(self.duration_h * 60 / self.sampling_time_min)
+
+
+def _strict(annotation):
+    """``annotation`` with strict scalars inside (``"0.1"`` is not a float here), lists
+    accepted where tuples are expected (TOML and YAML have no tuples)."""
+    if annotation in STRICT:
+        return STRICT[annotation]
+    origin, args = get_origin(annotation), get_args(annotation)
+    if origin is None or not args:
+        return annotation
+    if origin is tuple:
+        return tuple[tuple(_strict(a) if a is not Ellipsis else a for a in args)]
+    if origin is dict:
+        return dict[_strict(args[0]), _strict(args[1])]
+    return Union[tuple(_strict(a) for a in args)]  # noqa: UP007 (built from a tuple)
+
+
+def _field(name: str, annotation):
+    """The pydantic type of factory argument ``name``, with its range where it is known."""
+    if name in POSITIVE:
+        return Annotated[annotation, Field(gt=0)]
+    if name in NON_NEGATIVE:
+        return Annotated[annotation, Field(ge=0)]
+    if name in FRACTIONS:
+        low, high, _ = FRACTIONS[name]
+        return Annotated[
+            annotation, Field(gt=low, le=high) if low is not None else Field(ge=0, le=high)
+        ]
+    return annotation
+
+
+def params_model(env_name: str) -> type[pydantic.BaseModel]:
+    """The pydantic model of ``env_name``'s factory arguments."""
+    factory = _REGISTRY[env_name]
+    fields: dict[str, Any] = {}
+    for name, p in inspect.signature(factory).parameters.items():
+        if p.kind is inspect.Parameter.VAR_KEYWORD or name == "name":
+            continue
+        annotation = p.annotation
+        if isinstance(annotation, str):  # postponed annotations: builtin types only
+            annotation = eval(annotation, {"__builtins__": {}}, {t: eval(t) for t in TYPE_NAMES})  # noqa: S307
+        fields[name] = (_field(name, _strict(annotation)), p.default)
+    config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    model = pydantic.create_model(f"{env_name} params", __config__=config, **fields)
+    return model
+
+
+def _check_pairs(params: dict[str, Any]) -> list[tuple[tuple, str]]:
+    """Range checks that span entries: ordered bounds, non-negative weights, abort bounds."""
+    problems = []
+    for key in ORDERED_PAIRS & set(params):
+        pair = params[key]
+        if pair is not None and pair[0] > pair[1]:
+            problems.append(((key,), f"expected (low, high) with low <= high, got {list(pair)}"))
+    for key in ("weights", "mos_coefficients"):
+        values = params.get(key)
+        if values is not None and any(v < 0 for v in values):
+            problems.append(((key,), f"expected non-negative weights, got {list(values)}"))
+    for variable, bounds in (params.get("abort") or {}).items():
+        ok = (
+            isinstance(bounds, (list, tuple))
+            and len(bounds) == 2
+            and all(isinstance(b, (int, float)) and not math.isnan(b) for b in bounds)
+        )
+        if not ok:
+            problems.append((("abort", variable), f"expected [low, high] numbers, got {bounds!r}"))
+        elif bounds[0] > bounds[1]:
+            problems.append((("abort", variable), f"expected low <= high, got {list(bounds)}"))
+    return problems
+
+
+def _read(path: Path) -> dict[str, Any]:
+    if not path.is_file():
+        raise ConfigError(f"{path}: no such scenario file")
+    text = path.read_text()
+    try:
+        if path.suffix == ".toml":
+            try:
+                import tomllib
+            except ModuleNotFoundError:  # Python 3.10
+                import tomli as tomllib
+            data = tomllib.loads(text)
+        elif path.suffix in (".yaml", ".yml"):
+            import yaml
+
+            data = yaml.safe_load(text)
+        else:
+            raise ConfigError(f"{path}: expected a .toml, .yaml or .yml scenario file")
+    except ConfigError:
+        raise
+    except Exception as err:  # the parser's own message says where the syntax breaks
+        raise ConfigError(f"{path}: not valid {path.suffix[1:].upper()}: {err}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: expected a table at the top level, got {type(data).__name__}")
+    return data
+
+
+def _fail(path: Path, loc: tuple, message: str):
+    key = ".".join(str(part) for part in loc) or "(top level)"
+    raise ConfigError(f"{path}: {key}: {message}")
+
+
+def load_scenario(path: str | Path) -> tuple[str, dict[str, Any], EpisodeSection | None]:
+    """``(env name, factory arguments, episode)`` of a validated scenario file."""
+    path = Path(path)
+    data = _read(path)
+    unknown = sorted(set(data) - {"env", "episode", "params"})
+    if unknown:
+        _fail(path, (unknown[0],), "unknown key; expected env, episode and params")
+    if "env" not in data:
+        _fail(path, ("env",), "missing; expected the name of a registered environment")
+    env_name = data["env"]
+    if env_name not in _REGISTRY:
+        _fail(path, ("env",), f"expected one of {list_envs()}, got {env_name!r}")
+    episode = None
+    if "episode" in data:
+        try:
+            episode = EpisodeSection.model_validate(data["episode"])
+        except pydantic.ValidationError as err:
+            first = err.errors()[0]
+            _fail(path, ("episode", *first["loc"]), first["msg"].removeprefix("Value error, "))
+    raw = data.get("params", {})
+    if not isinstance(raw, dict):
+        _fail(path, ("params",), f"expected a table of {env_name}'s arguments")
+    try:
+        params = params_model(env_name).model_validate(raw)
+    except pydantic.ValidationError as err:
+        first = err.errors()[0]
+        expected = first["msg"]
+        if first["type"] == "missing" and isinstance(first["loc"][-1], int):
+            expected = f"too few entries: entry {first['loc'][-1]} is missing"
+            first["loc"] = first["loc"][:-1]
+        elif first["type"] == "extra_forbidden":
+            accepted = sorted(params_model(env_name).model_fields)
+            expected = f"unknown argument of {env_name}; expected one of {accepted}"
+        _fail(path, ("params", *first["loc"]), f"{expected} (got {first['input']!r})")
+    given = {k: getattr(params, k) for k in raw}
+    for loc, message in _check_pairs(given):
+        _fail(path, ("params", *loc), message)
+    return env_name, given, episode
+
+
+def scenario_kwargs(path: str | Path) -> tuple[str, dict[str, Any]]:
+    """``(env name, factory arguments)`` of a scenario file, its ``[episode]`` turned into
+    the factory's ``steps_per_day`` or ``horizon`` (``jaxgrid.make(name, **kwargs)``
+    builds it)."""
+    path = Path(path)
+    env_name, kwargs, episode = load_scenario(path)
+    factory_args = inspect.signature(_REGISTRY[env_name]).parameters
+    if episode is not None and "steps_per_day" in factory_args:
+        if not math.isclose(episode.duration_h, 24):
+            _fail(path, ("episode", "duration_h"), f"{env_name} episodes last one day (24 h)")
+        kwargs.setdefault("steps_per_day", episode.steps)
+    if episode is not None and "horizon" in factory_args:
+        kwargs.setdefault("horizon", episode.steps)
+    return env_name, kwargs
+
+
+def make_from_config(path: str | Path):
+    """Build ``(env, params)`` from a scenario file (see the module docstring)."""
+    path = Path(path)
+    env_name, kwargs = scenario_kwargs(path)
+    try:
+        env, params = make(env_name, **kwargs)
+    except (ValueError, KeyError, TypeError) as err:
+        raise ConfigError(f"{path}: params: {err}") from None
+    episode = load_scenario(path)[2]
+    if episode is not None and env.horizon != episode.steps:
+        _fail(
+            path,
+            ("episode",),
+            f"{env_name} runs {env.horizon} steps per episode; [episode] gives {episode.steps}",
+        )
+    return env, params
+
+
+def is_scenario_file(path: str | Path) -> bool:
+    """Whether ``path`` holds a scenario (an ``env`` name and at most ``episode`` and
+    ``params`` tables) rather than a training run's config."""
+    data = _read(Path(path))
+    return (
+        isinstance(data.get("env"), str)
+        and set(data) <= {"env", "episode", "params"}
+        and ("params" in data or "episode" in data or len(data) == 1)
+    )
+
+
+def _toml_value(value) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return (
+            repr(value)
+            if not isinstance(value, float) or math.isfinite(value)
+            else ("inf" if value > 0 else "-inf")
+        )
+    if isinstance(value, str):
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{ " + ", ".join(f"{k} = {_toml_value(v)}" for k, v in value.items()) + " }"
+    raise TypeError(f"cannot write {value!r} to TOML")
+
+
+def scenario_toml(env_name: str) -> str:
+    """A scenario file (TOML) that builds ``env_name`` exactly as registered: every argument
+    of its factory with its default (unset ones left out), and its episode."""
+    if env_name not in _REGISTRY:
+        raise ValueError(f"unknown environment {env_name!r}; expected one of {list_envs()}")
+    factory_args = inspect.signature(_REGISTRY[env_name]).parameters
+    env, _ = make(env_name)
+    if "horizon" in factory_args:  # hourly steps (EthicalSmartGrid)
+        duration_h, sampling = float(env.horizon), 60.0
+    else:  # one-day episodes
+        duration_h, sampling = 24.0, 24 * 60 / env.horizon
+    lines = [
+        f"# {env_name}: the registered scenario, argument by argument",
+        f'env = "{env_name}"',
+        "",
+        "[episode]",
+        f"duration_h = {duration_h:g}",
+        f"sampling_time_min = {sampling:g}",
+        "",
+        "[params]",
+    ]
+    for name, p in factory_args.items():
+        if p.kind is inspect.Parameter.VAR_KEYWORD or name == "name" or p.default is None:
+            continue
+        lines.append(f"{name} = {_toml_value(p.default)}")
+    return "\n".join(lines) + "\n"
