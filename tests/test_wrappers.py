@@ -67,3 +67,75 @@ def test_centralised_controller_sets_every_agent_and_earns_their_mean_reward():
         info["reward_vector"][0], inner_info["reward_vector"].mean(0), rtol=1e-6
     )
     np.testing.assert_allclose(info["costs"][0], inner_info["costs"].mean(0), rtol=1e-6)
+
+
+def test_normalize_uses_running_statistics_that_survive_episode_ends():
+    from jaxgrid.wrappers import NormalizeObservation
+
+    inner = Tanks(num_agents=2, horizon=5)
+    env = NormalizeObservation(inner, clip=1e6)
+    params = env.default_params()
+    # (not check_env: carrying the statistics over a reset is exactly where its step
+    # differs from step_env followed by reset_env)
+    keys = jax.random.split(KEY, 13)
+    obs, state = env.reset(keys[0], params)
+    raw_obs, raw_state = inner.reset(keys[0], params)
+    seen = [np.asarray(raw_obs)]  # what the statistics have seen: the first reset, then every step
+    for t in range(1, 13):  # crosses two episode ends
+        action = wobble(keys[t], raw_obs)
+        obs, state, *_, info = env.step(keys[t], state, action, params)
+        raw_obs, raw_state, *_, raw_info = inner.step(keys[t], raw_state, action, params)
+        seen.append(np.asarray(raw_info["final_observation"]))
+        history = np.stack(seen)
+        want = (np.asarray(raw_obs) - history.mean(0)) / np.sqrt(history.var(0) + 1e-8)
+        np.testing.assert_allclose(obs, want, rtol=1e-4, atol=1e-4)
+    assert int(state.moments.count) == 13
+
+
+def test_normalize_step_batch_equals_vmapped_step():
+    from jaxgrid.wrappers import NormalizeObservation
+
+    env = NormalizeObservation(Tanks(num_agents=2, horizon=3))
+    params = env.default_params()
+    keys = jax.random.split(KEY, 4)
+    _, states = jax.vmap(env.reset, in_axes=(0, None))(keys, params)
+    actions = jnp.full((4, 2, 1), 0.1)
+    for t in range(5):
+        step_keys = jax.random.split(jax.random.fold_in(KEY, t), 4)
+        a = env.step_batch(step_keys, states, actions, params)
+        b = jax.vmap(env.step, in_axes=(0, 0, 0, None))(step_keys, states, actions, params)
+        np.testing.assert_allclose(a[0], b[0], rtol=1e-6)
+        np.testing.assert_allclose(a[5]["final_observation"], b[5]["final_observation"], rtol=1e-6)
+        states = a[1]
+
+
+def test_flatten_keeps_masks_and_flattens_observations():
+    from toy_envs import Doors
+
+    from jaxgrid.wrappers import FlattenObservation
+
+    env = FlattenObservation(Doors())
+    params = env.default_params()
+    check_env(env, params, num_steps=20)
+    obs, _ = env.reset(KEY, params)
+    inner_obs, _ = Doors().reset(KEY, params)
+    n = Doors().num_agents
+    np.testing.assert_array_equal(obs["observation"], inner_obs["observation"].reshape(n, -1))
+    np.testing.assert_array_equal(obs["action_mask"], inner_obs["action_mask"])
+
+
+def test_scalarise_reward_weights_the_objectives():
+    from jaxgrid.wrappers import ScalariseReward
+
+    env, params = jaxgrid.make("voltage33-v0")
+    only_q = ScalariseReward(env, [0.0, 1.0])
+    _, state = env.reset(KEY, params)
+    action = jnp.full((6, 1), 0.5)
+    _, _, reward, *_, info = only_q.step_env(KEY, state, action, params)
+    np.testing.assert_allclose(reward, info["reward_vector"][:, 1], rtol=1e-6)
+    _, _, default_reward, *_ = env.step_env(KEY, state, action, params)
+    assert not np.allclose(reward, default_reward)
+    import pytest
+
+    with pytest.raises(ValueError, match="3 weights for 2 objectives"):
+        ScalariseReward(env, [1.0, 0.0, 0.0])

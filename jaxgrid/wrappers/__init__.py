@@ -1,7 +1,21 @@
-"""Wrappers: episode logging and a centralised single-agent view."""
+"""Wrappers: episode logging, a centralised single-agent view, observation normalisation
+and flattening, a fixed reward scalarisation."""
 
 from jaxgrid.wrappers.base import Wrapper
 from jaxgrid.wrappers.centralised import CentralisedWrapper
+from jaxgrid.wrappers.flatten import FlattenObservation
 from jaxgrid.wrappers.log import LogState, LogWrapper
+from jaxgrid.wrappers.normalize import NormalizeObservation, NormalizeState, RunningMoments
+from jaxgrid.wrappers.scalarise import ScalariseReward
 
-__all__ = ["CentralisedWrapper", "LogState", "LogWrapper", "Wrapper"]
+__all__ = [
+    "CentralisedWrapper",
+    "FlattenObservation",
+    "LogState",
+    "LogWrapper",
+    "NormalizeObservation",
+    "NormalizeState",
+    "RunningMoments",
+    "ScalariseReward",
+    "Wrapper",
+]

@@ -1,0 +1,107 @@
+"""Observations standardised by running statistics that live in the environment state."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+from flax import struct
+
+from jaxgrid.wrappers.base import Wrapper
+
+
+@struct.dataclass
+class RunningMoments:
+    """Welford's running mean and sum of squared deviations of every observation entry."""
+
+    count: jax.Array  # () observations seen
+    mean: jax.Array
+    m2: jax.Array
+
+    @classmethod
+    def of(cls, obs) -> RunningMoments:
+        return cls(jnp.ones((), obs.dtype), obs, jnp.zeros_like(obs))
+
+    def update(self, obs) -> RunningMoments:
+        count = self.count + 1
+        delta = obs - self.mean
+        mean = self.mean + delta / count
+        return RunningMoments(count, mean, self.m2 + delta * (obs - mean))
+
+    def normalise(self, obs, epsilon: float, clip: float):
+        std = jnp.sqrt(self.m2 / self.count + epsilon)
+        return jnp.clip((obs - self.mean) / std, -clip, clip)
+
+
+@struct.dataclass
+class NormalizeState:
+    env_state: object
+    moments: RunningMoments
+
+
+class NormalizeObservation(Wrapper):
+    """Each observation entry (per agent and feature) minus its running mean, over its
+    running standard deviation, clipped to ``[-clip, clip]``.
+
+    The statistics are part of each environment's state and keep accumulating across
+    episodes (the inner environment auto-resets; the statistics are never reset), so a
+    ``vmap`` of environments keeps one set per environment. ``info["final_observation"]``
+    is normalised with the same statistics. Box observations only. Because the statistics
+    outlive a reset, ``step`` is deliberately not ``step_env`` followed by ``reset_env``.
+    """
+
+    def __init__(self, env, epsilon: float = 1e-8, clip: float = 10.0):
+        super().__init__(env)
+        self.epsilon, self.clip = float(epsilon), float(clip)
+
+    def observation_space(self, params):
+        from jaxgrid import spaces
+
+        inner = self.env.observation_space(params)
+        return spaces.Box(-self.clip, self.clip, inner.shape, inner.dtype)
+
+    def _out(self, moments, obs):
+        return moments.normalise(obs, self.epsilon, self.clip)
+
+    def reset_env(self, key, params):
+        obs, state = self.env.reset_env(key, params)
+        moments = RunningMoments.of(obs)
+        return self._out(moments, obs), NormalizeState(state, moments)
+
+    def observe(self, state: NormalizeState, params):
+        return self._out(state.moments, self.env.observe(state.env_state, params))
+
+    def world_state(self, state: NormalizeState, params):
+        return self.env.world_state(state.env_state, params)
+
+    def abort_values(self, state: NormalizeState, params):
+        return self.env.abort_values(state.env_state, params)
+
+    def _wrap(self, state, moments_of, out):
+        obs, env_state, reward, terminated, truncated, info = out
+        raw_step_obs = info.get("final_observation", obs)
+        moments = moments_of(state.moments, raw_step_obs)
+        info = dict(info)
+        if "final_observation" in info:
+            info["final_observation"] = self._out_any(moments, raw_step_obs)
+        normalised = self._out_any(moments, obs)
+        return normalised, NormalizeState(env_state, moments), reward, terminated, truncated, info
+
+    def _out_any(self, moments, obs):
+        if moments.count.ndim:  # a batch of environments
+            return jax.vmap(self._out)(moments, obs)
+        return self._out(moments, obs)
+
+    def step_env(self, key, state: NormalizeState, action, params=None):
+        out = self.env.step_env(key, state.env_state, action, params)
+        return self._wrap(state, RunningMoments.update, out)
+
+    def step(self, key, state: NormalizeState, action, params=None):
+        out = self.env.step(key, state.env_state, action, params)
+        return self._wrap(state, RunningMoments.update, out)
+
+    def step_batch(self, keys, states: NormalizeState, actions, params=None):
+        out = self.env.step_batch(keys, states.env_state, actions, params)
+        return self._wrap(states, jax.vmap(RunningMoments.update), out)
+
+    def transition(self, key, state, action, params):  # the wrapper overrides the steps
+        raise NotImplementedError
