@@ -148,6 +148,49 @@ def _train(args) -> int:
     return 0
 
 
+def _render(args) -> int:
+    import jax
+
+    import jaxgrid
+    from jaxgrid.viz import render_episode, save_frames
+
+    env, params = jaxgrid.make(args.env)
+    baselines = env.baselines(params)
+    name = (
+        args.policy or next(n for n in baselines if n != "random")
+        if len(baselines) > 1
+        else "random"
+    )
+    if name not in baselines:
+        raise SystemExit(f"jaxgrid render: no baseline {name!r}; {env.name} has {list(baselines)}")
+    steps = args.steps or env.horizon
+    key = jax.random.PRNGKey(args.seed)
+    trajectory = jax.jit(lambda k: jaxgrid.rollout(env, params, baselines[name], k, steps))(key)
+    # replay the rollout's steps (its keys, its actions) to draw the states it went through
+    k_reset, k_run = jax.random.split(key)
+    obs, state = env.reset(k_reset, params)
+    step_keys = jax.random.split(k_run, steps)
+    step = jax.jit(lambda k, s, a: env.step(k, s, a, params))
+    every = max(1, steps // args.frames) if args.out.endswith(".gif") else steps
+    frames = []
+    for t in range(steps):
+        _, k_step = jax.random.split(step_keys[t])
+        action = jax.tree_util.tree_map(lambda x, t=t: x[t], trajectory.action)
+        obs, state, *_ = step(k_step, state, action)
+        if (t + 1) % every == 0 or t == steps - 1:
+            frames.append(env.render(state, params))
+    path = save_frames(frames if args.out.endswith(".gif") else frames[-1:], args.out)
+    print(f"{env.name} after {steps} steps of the {name} policy: {path} ({len(frames)} frame(s))")
+    if args.panels:
+        save_frames([render_episode(env, trajectory, _band(params))], args.panels)
+        print(f"episode panels: {args.panels}")
+    return 0
+
+
+def _band(params) -> tuple[float, float]:
+    return float(getattr(params, "v_lower", 0.95)), float(getattr(params, "v_upper", 1.05))
+
+
 def _eval(args) -> int:
     from jaxgrid.train.run import evaluate_run, format_table
 
@@ -185,6 +228,15 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--no-progress", action="store_true", help="no progress bar")
     train.add_argument("--tensorboard", action="store_true", help="also log to TensorBoard")
     train.set_defaults(func=_train)
+    render = sub.add_parser("render", help="draw an environment after a baseline's steps")
+    render.add_argument("--env", required=True, help="registered environment name")
+    render.add_argument("--out", required=True, help=".png (the last state) or .gif (an episode)")
+    render.add_argument("--panels", help="also draw the episode's panels into this .png")
+    render.add_argument("--policy", help="baseline to run (default: the first non-random)")
+    render.add_argument("--steps", type=int, help="steps to run (default: one episode)")
+    render.add_argument("--frames", type=int, default=24, help="frames of a .gif")
+    render.add_argument("--seed", type=int, default=0)
+    render.set_defaults(func=_render)
     evaluate = sub.add_parser("eval", help="evaluate a run's newest checkpoint on held-out days")
     evaluate.add_argument("--run", required=True, help="run directory written by jaxgrid train")
     evaluate.add_argument("--episodes", type=int, help="held-out episodes per policy")

@@ -149,6 +149,14 @@ class Environment(abc.ABC, Generic[TState, TParams]):
         perfect foresight, or ``None`` where no oracle exists. Runs on the host, untraced."""
         return None
 
+    def render(self, state: TState, params: TParams | None = None):
+        """A ``(height, width, 3)`` uint8 picture of ``state``: the feeder coloured by bus
+        voltage with the devices marked (feeder environments), else each agent's
+        observation. Drawn on the host with matplotlib; not jittable."""
+        from jaxgrid.viz import render_state
+
+        return render_state(self, state, self.default_params() if params is None else params)
+
     def abort_values(self, state: TState, params: TParams) -> Array:
         """``(len(abort_names),)`` values of the abort variables in ``state``."""
         raise NotImplementedError(f"{self.name} names abort variables but does not compute them")

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from flax import struct
 
 from jaxgrid import spaces
@@ -183,6 +184,12 @@ class DERs(Environment):
 
     def observation_space(self, params):
         return spaces.Box(-jnp.inf, jnp.inf, (self.num_agents, 13))
+
+    def device_buses(self, params: DERsParams) -> dict:
+        """Buses of each device type (agent type), for pictures."""
+        buses = np.asarray(self.buses(params))
+        kinds = np.asarray(self.agent_types)
+        return {kind: buses[kinds == kind] for kind in dict.fromkeys(self.agent_types)}
 
     def buses(self, params: DERsParams) -> Array:
         """``(n,)`` bus of each agent, in agent order."""

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from flax import struct
 
 from jaxgrid import spaces
@@ -116,6 +117,10 @@ class DSO(Environment):
         self.n_flex = int(default_params.flex_bus.shape[0])
         self._default_params = default_params
         self._name = name
+
+    def device_buses(self, params: DSOParams) -> dict:
+        """Buses of each device type, for pictures."""
+        return {"flexible load": np.asarray(params.flex_bus)}
 
     def action_space(self, params):
         low = jnp.concatenate([jnp.zeros(self.n_flex), -jnp.ones(self.n_flex)])

@@ -54,6 +54,7 @@ from jaxgrid.envs.smartgrid.judges import JUDGES, situation
 from jaxgrid.envs.smartgrid.observation import (
     GLOBAL_FIELDS,
     LOCAL_FIELDS,
+    OBSERVATION_FIELDS,
     global_observation,
     local_observation,
     observe,
@@ -72,6 +73,7 @@ class SmartGrid(Environment):
 
     cost_names = ()
     action_names = prosumer.ACTIONS
+    observation_fields = OBSERVATION_FIELDS
 
     def __init__(
         self,

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from flax import struct
 
 from jaxgrid import spaces
@@ -82,6 +83,10 @@ class SmartGridOnFeeder(Environment):
 
     def scalarisation(self, params: FeederParams):
         return params.society.scalarisation
+
+    def device_buses(self, params: FeederParams) -> dict:
+        """Buses of the prosumer buildings, for pictures."""
+        return {"prosumers (agent)": np.asarray(params.agent_bus)}
 
     def action_space(self, params: FeederParams):
         return self.society.action_space(params.society)

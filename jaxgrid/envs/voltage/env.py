@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from jaxgrid import spaces
 from jaxgrid.data.profiles import sample_start
@@ -77,6 +78,10 @@ class VoltageControl(Environment):
         self._name = name
 
     # -- spaces ----------------------------------------------------------------------
+
+    def device_buses(self, params: VoltageParams) -> dict:
+        """Buses of each device type, for pictures."""
+        return {"PV inverter (agent)": np.asarray(params.pv_bus)}
 
     def action_space(self, params: VoltageParams) -> spaces.Box:
         return spaces.Box(-1.0, 1.0, (self.num_agents, 1))

@@ -1,0 +1,83 @@
+"""One environment state as a picture: the feeder coloured by voltage, or the observation."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from jaxgrid.viz.image import figure_to_rgb
+from jaxgrid.viz.layout import tree_layout
+
+MARKERS = ["^", "s", "D", "v", "P", "*", "o"]
+
+
+def draw_feeder(ax, feeder, vm_pu=None, devices=None, v_band=(0.95, 1.05), title=""):
+    """Draw ``feeder`` as a tree on ``ax``: branches as lines, buses coloured by ``vm_pu``
+    (pu, diverging around 1 with the band's limits at the ends), each device type's buses
+    marked. Returns the bus scatter (for a colour bar)."""
+    import matplotlib.colors as mcolors
+
+    parent = np.asarray(feeder.parent)
+    x, depth = tree_layout(parent)
+    y = -depth.astype(float)
+    for bus, up in enumerate(parent):
+        if up >= 0:
+            ax.plot([x[up], x[bus]], [y[up], y[bus]], color="0.6", lw=1.2, zorder=1)
+    low, high = v_band
+    margin = 0.5 * (high - low)
+    norm = mcolors.TwoSlopeNorm(vmin=low - margin / 2, vcenter=1.0, vmax=high + margin / 2)
+    values = np.ones(len(parent)) if vm_pu is None else np.asarray(vm_pu)
+    buses = ax.scatter(x, y, c=values, cmap="coolwarm", norm=norm, s=46, edgecolors="k",
+                       linewidths=0.5, zorder=2)  # fmt: skip
+    outside = (values < low) | (values > high)
+    ax.scatter(x[outside], y[outside], s=150, facecolors="none", edgecolors="k",
+               linewidths=1.5, zorder=3, label="outside the band")  # fmt: skip
+    slack = int(np.flatnonzero(parent < 0)[0])
+    ax.scatter([x[slack]], [y[slack] + 0.6], marker="s", s=90, color="k", zorder=3,
+               label="substation")  # fmt: skip
+    for i, (kind, at) in enumerate((devices or {}).items()):
+        at = np.asarray(at, int)
+        ax.scatter(x[at] + 0.4, y[at], marker=MARKERS[i % len(MARKERS)], s=55,
+                   color=f"C{i + 2}", edgecolors="k", linewidths=0.4, zorder=4, label=kind)  # fmt: skip
+    ax.set_title(title)
+    ax.set_xticks([])
+    ax.set_ylabel("branches from the substation")
+    ax.set_yticks(
+        np.arange(0, -depth.max() - 1, -5), [str(d) for d in range(0, depth.max() + 1, 5)]
+    )
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.01), ncol=4, fontsize=8, frameon=False)
+    return buses
+
+
+def render_state(env, state, params) -> np.ndarray:
+    """``(height, width, 3)`` uint8 picture of ``state`` (see :meth:`Environment.render`)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    feeder = getattr(params, "feeder", None)
+    vm_pu = getattr(state, "vm_pu", None)
+    step = int(np.asarray(getattr(state, "time", 0)))
+    if feeder is not None and vm_pu is not None:
+        fig, ax = plt.subplots(figsize=(9, 5.5), dpi=90)
+        band = (float(getattr(params, "v_lower", 0.95)), float(getattr(params, "v_upper", 1.05)))
+        devices = env.device_buses(params) if hasattr(env, "device_buses") else {}
+        buses = draw_feeder(ax, feeder, vm_pu, devices, band,
+                            title=f"{env.name}, step {step}: bus voltages")  # fmt: skip
+        fig.colorbar(buses, ax=ax, label="voltage (pu)")
+    else:
+        obs = env.observe(state, params)
+        obs = np.asarray(obs["observation"] if isinstance(obs, dict) else obs)
+        obs = obs.reshape(obs.shape[0], -1)
+        fields = getattr(env, "observation_fields", None)
+        fig, ax = plt.subplots(figsize=(9, 1.5 + 0.22 * obs.shape[0]), dpi=90)
+        image = ax.imshow(obs, aspect="auto", cmap="viridis")
+        ax.set_yticks(range(obs.shape[0]), env.agents, fontsize=7)
+        if fields is not None and len(fields) == obs.shape[1]:
+            ax.set_xticks(range(obs.shape[1]), fields, rotation=40, ha="right", fontsize=7)
+        else:
+            ax.set_xlabel("observation entry")
+        ax.set_title(f"{env.name}, step {step}: observation per agent")
+        fig.colorbar(image, ax=ax)
+    fig.tight_layout()
+    return figure_to_rgb(fig)
