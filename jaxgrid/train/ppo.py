@@ -36,10 +36,10 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from jaxgrid import spaces
 from jaxgrid.env import Environment
+from jaxgrid.running_stats import RunningStats
 from jaxgrid.train.distributions import BoundedPolicy, n_outputs
 from jaxgrid.train.gae import gae
 from jaxgrid.train.networks import ActorCritic
-from jaxgrid.train.normalize import RunningStats
 from jaxgrid.wrappers import CentralisedWrapper, LogWrapper
 
 

@@ -5,7 +5,7 @@ from jaxgrid.wrappers.base import Wrapper
 from jaxgrid.wrappers.centralised import CentralisedWrapper
 from jaxgrid.wrappers.flatten import FlattenObservation
 from jaxgrid.wrappers.log import LogState, LogWrapper
-from jaxgrid.wrappers.normalize import NormalizeObservation, NormalizeState, RunningMoments
+from jaxgrid.wrappers.normalize import NormalizeObservation, NormalizeState
 from jaxgrid.wrappers.scalarise import ScalariseReward
 
 __all__ = [
@@ -15,7 +15,6 @@ __all__ = [
     "LogWrapper",
     "NormalizeObservation",
     "NormalizeState",
-    "RunningMoments",
     "ScalariseReward",
     "Wrapper",
 ]

@@ -3,39 +3,16 @@
 from __future__ import annotations
 
 import jax
-import jax.numpy as jnp
 from flax import struct
 
+from jaxgrid.running_stats import RunningStats
 from jaxgrid.wrappers.base import Wrapper
-
-
-@struct.dataclass
-class RunningMoments:
-    """Welford's running mean and sum of squared deviations of every observation entry."""
-
-    count: jax.Array  # () observations seen
-    mean: jax.Array
-    m2: jax.Array
-
-    @classmethod
-    def of(cls, obs) -> RunningMoments:
-        return cls(jnp.ones((), obs.dtype), obs, jnp.zeros_like(obs))
-
-    def update(self, obs) -> RunningMoments:
-        count = self.count + 1
-        delta = obs - self.mean
-        mean = self.mean + delta / count
-        return RunningMoments(count, mean, self.m2 + delta * (obs - mean))
-
-    def normalise(self, obs, epsilon: float, clip: float):
-        std = jnp.sqrt(self.m2 / self.count + epsilon)
-        return jnp.clip((obs - self.mean) / std, -clip, clip)
 
 
 @struct.dataclass
 class NormalizeState:
     env_state: object
-    moments: RunningMoments
+    moments: RunningStats
 
 
 class NormalizeObservation(Wrapper):
@@ -60,11 +37,11 @@ class NormalizeObservation(Wrapper):
         return spaces.Box(-self.clip, self.clip, inner.shape, inner.dtype)
 
     def _out(self, moments, obs):
-        return moments.normalise(obs, self.epsilon, self.clip)
+        return moments.normalize(obs, self.epsilon, self.clip)
 
     def reset_env(self, key, params):
         obs, state = self.env.reset_env(key, params)
-        moments = RunningMoments.of(obs)
+        moments = RunningStats.create(obs.shape, obs.dtype).update(obs)
         return self._out(moments, obs), NormalizeState(state, moments)
 
     def observe(self, state: NormalizeState, params):
@@ -93,15 +70,15 @@ class NormalizeObservation(Wrapper):
 
     def step_env(self, key, state: NormalizeState, action, params=None):
         out = self.env.step_env(key, state.env_state, action, params)
-        return self._wrap(state, RunningMoments.update, out)
+        return self._wrap(state, RunningStats.update, out)
 
     def step(self, key, state: NormalizeState, action, params=None):
         out = self.env.step(key, state.env_state, action, params)
-        return self._wrap(state, RunningMoments.update, out)
+        return self._wrap(state, RunningStats.update, out)
 
     def step_batch(self, keys, states: NormalizeState, actions, params=None):
         out = self.env.step_batch(keys, states.env_state, actions, params)
-        return self._wrap(states, jax.vmap(RunningMoments.update), out)
+        return self._wrap(states, jax.vmap(RunningStats.update), out)
 
     def transition(self, key, state, action, params):  # the wrapper overrides the steps
         raise NotImplementedError

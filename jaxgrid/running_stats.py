@@ -1,9 +1,10 @@
-"""Running statistics for observation and reward normalisation (saved with the learner).
+"""Running mean and variance for normalisation (the trainer's learner state, the
+:class:`~jaxgrid.wrappers.NormalizeObservation` wrapper's environment state).
 
 :class:`RunningStats` merges batch moments into running ones (Chan et al.'s parallel
-algorithm). Observations are normalised to ``(x - mean) / std``, clipped to +-10;
-rewards are divided by the standard deviation of the running discounted return, as in
-Stable-Baselines3's ``VecNormalize``.
+algorithm). Observations are normalised to ``(x - mean) / std``, clipped to +-10 by
+default; the trainer divides rewards by the standard deviation of the running discounted
+return, as in Stable-Baselines3's ``VecNormalize``.
 """
 
 from __future__ import annotations
@@ -19,6 +20,9 @@ CLIP = 10.0
 
 @struct.dataclass
 class RunningStats:
+    """Mean and variance of everything merged so far, entry by entry; ``count`` samples
+    (starting from a tiny prior count, so that the first sample needs no special case)."""
+
     mean: Array
     var: Array
     count: Array
@@ -41,5 +45,6 @@ class RunningStats:
         m2 = self.var * self.count + var * n + delta**2 * self.count * n / total
         return RunningStats(mean=new_mean, var=m2 / total, count=total)
 
-    def normalize(self, x: Array) -> Array:
-        return jnp.clip((x - self.mean) / jnp.sqrt(self.var + EPS), -CLIP, CLIP)
+    def normalize(self, x: Array, epsilon: float = EPS, clip: float = CLIP) -> Array:
+        """``(x - mean) / sqrt(var + epsilon)``, clipped to ``[-clip, clip]``."""
+        return jnp.clip((x - self.mean) / jnp.sqrt(self.var + epsilon), -clip, clip)
