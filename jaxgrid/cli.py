@@ -199,6 +199,7 @@ def _eval(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The ``jaxgrid`` command line: list, demo, train, eval, render."""
     parser = argparse.ArgumentParser(prog="jaxgrid", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("list", help="list the registered environments").set_defaults(func=_list)
@@ -245,6 +246,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the ``jaxgrid`` command given by ``argv`` (default: the process's arguments)."""
     args = build_parser().parse_args(argv)
     return args.func(args)
 

@@ -47,9 +47,11 @@ class JaxMARLEnv:
         self.action_spaces = {a: agent_space(act_space, i) for i, a in enumerate(self.agents)}
 
     def observation_space(self, agent: str) -> spaces.Space:
+        """``agent``'s observation space."""
         return self.observation_spaces[agent]
 
     def action_space(self, agent: str) -> spaces.Space:
+        """``agent``'s action space."""
         return self.action_spaces[agent]
 
     def _split(self, stacked) -> dict[str, Any]:
@@ -59,11 +61,13 @@ class JaxMARLEnv:
         return {a: stacked[i] for i, a in enumerate(self.agents)}
 
     def reset(self, key, params=None):
+        """``(observations by agent, state)`` of a new episode."""
         params = self.default_params if params is None else params
         obs, state = self.env.reset(key, params)
         return self._split(obs), state
 
     def step(self, key, state, actions: dict[str, Any], params=None):
+        """``(observations, state, rewards, dones, infos)`` by agent, auto-resetting."""
         params = self.default_params if params is None else params
         stacked = jnp.stack([jnp.asarray(actions[a]) for a in self.agents])
         obs, state, reward, terminated, truncated, info = self.env.step(key, state, stacked, params)

@@ -30,6 +30,7 @@ class Checkpoints:
         return self.manager.latest_step()
 
     def save(self, update: int, runners: Any) -> None:
+        """Write ``runners`` as the checkpoint of ``update`` (and wait until it is on disk)."""
         self.manager.save(update, args=ocp.args.StandardSave(_non_empty(runners)))
         self.manager.wait_until_finished()
 
@@ -45,6 +46,7 @@ class Checkpoints:
         return treedef.unflatten([x if x.size == 0 else next(filled) for x in leaves])
 
     def close(self) -> None:
+        """Release the checkpoint manager."""
         self.manager.close()
 
 

@@ -42,6 +42,7 @@ class BoundedPolicy(NamedTuple):
         return jax.nn.softplus(a) + 1.0, jax.nn.softplus(b) + 1.0
 
     def sample(self, key) -> Array:
+        """``(action, raw)``: an action in the box and the raw draw its log-probability needs."""
         if self.kind == "beta":
             raw = sample_beta(key, *self._concentrations())
         else:
@@ -49,6 +50,7 @@ class BoundedPolicy(NamedTuple):
         return self.to_action(raw), raw
 
     def to_action(self, raw: Array) -> Array:
+        """A raw draw (Beta in [0, 1], Gaussian in half-range units) mapped into the box."""
         if self.kind == "beta":
             return self.low + (self.high - self.low) * raw
         return self.low + (self.high - self.low) * (jnp.clip(raw, -1.0, 1.0) + 1.0) / 2.0
@@ -61,6 +63,7 @@ class BoundedPolicy(NamedTuple):
         return jnp.sum(jnp.where(self._free(), lp, 0.0), axis=-1)
 
     def entropy(self) -> Array:
+        """Entropy summed over free action entries: ``(..., n_agents)``."""
         ent = jnp.broadcast_to(
             self._base().entropy(),
             jnp.broadcast_shapes(self.params.shape[:-1] + self.low.shape[-1:], self.low.shape),
@@ -68,6 +71,7 @@ class BoundedPolicy(NamedTuple):
         return jnp.sum(jnp.where(self._free(), ent, 0.0), axis=-1)
 
     def mode(self) -> Array:
+        """The deterministic action: the Beta's mean, the Gaussian's centre (clipped)."""
         if self.kind == "beta":
             alpha, beta = self._concentrations()
             return self.to_action(alpha / (alpha + beta))  # the mean: smooth and inside the box

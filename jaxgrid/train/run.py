@@ -89,12 +89,14 @@ class RunConfig:
         self.ppo_config()  # validate now, not after compiling
 
     def ppo_config(self) -> ppo.PPOConfig:
+        """The resolved :class:`~jaxgrid.train.ppo.PPOConfig` (tuned defaults, then ours)."""
         fields = dict(self.ppo)
         if "hidden" in fields:
             fields["hidden"] = tuple(fields["hidden"])
         return ppo.PPOConfig(**fields)
 
     def to_json(self) -> dict:
+        """The config as JSON-ready data (what ``config.json`` holds)."""
         out = dataclasses.asdict(self)
         out["ppo"] = {k: list(v) if isinstance(v, tuple) else v for k, v in out["ppo"].items()}
         return out
@@ -117,6 +119,7 @@ class Run:
         self.key = jax.random.PRNGKey(config.seed)
 
     def fresh_runners(self):
+        """Every sweep member's initial learner state, placed on the devices."""
         return self.sweep.place(self.sweep.init(self.key))
 
 

@@ -211,6 +211,8 @@ class DERs(Environment):
         return p, q, pv, household, price
 
     def power_flow(self, p, q, params: DERsParams):
+        """The feeder solved for bus injections ``p`` (MW) and ``q`` (Mvar), by the solver
+        ``params`` choose (nonlinear DistFlow or LinDistFlow)."""
         return jax.lax.cond(
             params.solver == DISTFLOW,
             lambda: distflow(params.feeder, p, q, iterations=self.distflow_iterations),

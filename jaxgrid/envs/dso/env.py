@@ -141,6 +141,8 @@ class DSO(Environment):
         ).astype(dtype)
 
     def power_flow(self, p, q, params: DSOParams):
+        """The feeder solved for bus injections ``p`` (MW) and ``q`` (Mvar), by the solver
+        ``params`` choose (nonlinear DistFlow or LinDistFlow)."""
         return jax.lax.cond(
             params.solver == DISTFLOW,
             lambda: distflow(params.feeder, p, q, iterations=self.distflow_iterations),

@@ -71,10 +71,13 @@ class Judged:
         return 1.0 - div_tiny(self.taken, self.sum_taken)
 
     def weighted(self, over):
+        """The multi-objective sum: ``w_comfort * comfort + w_over * over``."""
         w = self.params.mos_coefficients.astype(self.comfort.dtype)
         return w[0] * self.comfort + w[1] * over
 
     def adaptability(self, kind: str, equity, over):
+        """AdaptabilityOne, Two or Three (``kind``): which terms count changes at the
+        switch steps (``params.adaptability_steps``)."""
         steps = self.params.adaptability_steps
         if kind == "one":
             return jnp.where(self.t < steps[0], equity, self.weighted(over))
