@@ -1,6 +1,9 @@
 """Scenario files: every registered environment from its file, and malformed files refused
 with one clear error naming the file, the key path and what was expected."""
 
+import shutil
+from pathlib import Path
+
 import jax
 import numpy as np
 import pytest
@@ -9,7 +12,7 @@ import jaxgrid
 from jaxgrid.config import ConfigError, make_from_config
 from jaxgrid.registry import list_envs
 
-CONFIGS = __import__("pathlib").Path(__file__).parents[1] / "configs"
+CONFIGS = Path(__file__).parents[1] / "configs"
 
 
 def _same_params(a, b):
@@ -103,3 +106,101 @@ def test_malformed_file_gives_one_clear_error(tmp_path, file_name, content, mess
 def test_missing_file(tmp_path):
     with pytest.raises(ConfigError, match="no such scenario file"):
         make_from_config(tmp_path / "absent.toml")
+
+
+# -- your own feeder and profiles -----------------------------------------------------------
+
+CASE33 = Path(jaxgrid.__file__).parent / "grid" / "cases" / "case33bw.m"
+
+
+def _csv(path, rows, header="minute,load"):
+    path.write_text(header + "\n" + "\n".join(",".join(map(str, r)) for r in rows) + "\n")
+    return path
+
+
+def _day_rows(step_min=15, days=1, value=lambda i: 1.0):
+    n = days * 24 * 60 // step_min
+    return [(i * step_min, value(i)) for i in range(n)]
+
+
+def _own_feeder_file(tmp_path, extra="", load="load.csv", feeder=None):
+    shutil.copy(feeder or CASE33, tmp_path / "feeder.m")
+    _csv(tmp_path / "load.csv", _day_rows(value=lambda i: 0.5 + 0.001 * i))
+    _csv(tmp_path / "pv.csv", _day_rows(value=lambda i: 0.0), header="minute,pv")
+    path = tmp_path / "own.toml"
+    path.write_text(
+        'env = "voltage33-v0"\n[params]\nfeeder = "feeder.m"\npv_buses = [18, 25, 33]\n'
+        f'load_csv = {{ path = "{load}", column = "load", time_column = "minute", '
+        "scale_mult = 2.0, scale_add = 0.1 }\n"
+        'pv_csv = { path = "pv.csv", column = "pv", time_column = "minute" }\n' + extra
+    )
+    return path
+
+
+def test_own_feeder_and_csv_profiles(tmp_path):
+    env, params = make_from_config(_own_feeder_file(tmp_path))
+    assert env.num_agents == 3
+    np.testing.assert_array_equal(np.asarray(params.pv_bus), [17, 24, 32])  # bus numbers - 1
+    want = (0.5 + 0.001 * np.arange(96)) * 2.0 + 0.1  # value * scale_mult + scale_add
+    np.testing.assert_allclose(np.asarray(params.profiles.load)[:, 0], want, rtol=1e-6)
+    _, ref = jaxgrid.make("voltage33-v0")
+    np.testing.assert_array_equal(np.asarray(params.feeder.r_pu), np.asarray(ref.feeder.r_pu))
+    obs, state = env.reset(jax.random.PRNGKey(0), params)
+    assert np.all(np.isfinite(np.asarray(obs)))
+
+
+def test_csv_resampled_to_the_sampling_time(tmp_path):
+    from jaxgrid.data.csv_profiles import read_profile
+
+    rows = _day_rows(step_min=5, value=lambda i: float(i))
+    source = {
+        "path": str(_csv(tmp_path / "fine.csv", rows)),
+        "column": "load",
+        "time_column": "minute",
+    }
+    fifteen = read_profile(source, 15)
+    np.testing.assert_allclose(fifteen, np.arange(288, dtype=float).reshape(96, 3).mean(1))
+    hourly_rows = [(i * 60, float(i)) for i in range(24)]
+    source["path"] = str(_csv(tmp_path / "coarse.csv", hourly_rows))
+    np.testing.assert_allclose(read_profile(source, 15), np.repeat(np.arange(24.0), 4))
+
+
+def _meshed_case(tmp_path):
+    text = CASE33.read_text()
+    # one more branch between buses 18 and 33 closes a loop (case33bw's tie lines)
+    text = text.replace(
+        "mpc.branch = [", "mpc.branch = [\n\t18\t33\t0.5\t0.5\t0\t0\t0\t0\t0\t0\t1\t-360\t360;", 1
+    )
+    path = tmp_path / "meshed.m"
+    path.write_text(text)
+    return path
+
+
+OWN_MALFORMED = [
+    ("bus", dict(extra="", pv="pv_buses = [18, 25, 99]"), r"own\.toml: params: .*buses \[99\] are not in the feeder"),
+    ("column", dict(load_header="minute,demand"), r"no column 'load'; the file has \['minute', 'demand'\]"),
+    ("nan", dict(load_value="nan"), r"load\.csv: row 3: load = 'nan' is not finite"),
+    ("order", dict(load_time_swap=True), r"load\.csv: row 4: time does not increase"),
+    ("length", dict(load_rows=95), r"load\.csv: 95 steps of 15 min are not whole days"),
+    ("meshed", dict(meshed=True), r"own\.toml: params: .*(loop|mesh)"),
+    ("slack", dict(pv="pv_buses = [1, 25]"), r"bus 1 is the substation"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("case, change, message", OWN_MALFORMED, ids=[c[0] for c in OWN_MALFORMED])
+def test_malformed_own_feeder_or_profiles(tmp_path, case, change, message):
+    path = _own_feeder_file(
+        tmp_path, feeder=_meshed_case(tmp_path) if change.get("meshed") else None
+    )
+    rows = _day_rows(value=lambda i: 1.0)[: change.get("load_rows", 96)]
+    rows = [(t, v) for t, v in rows]
+    if "load_value" in change:
+        rows[1] = (rows[1][0], change["load_value"])
+    if change.get("load_time_swap"):
+        rows[1], rows[2] = rows[2], rows[1]
+    _csv(tmp_path / "load.csv", rows, header=change.get("load_header", "minute,load"))
+    if "pv" in change:
+        path.write_text(path.read_text().replace("pv_buses = [18, 25, 33]", change["pv"]))
+    with pytest.raises(ConfigError, match=message) as err:
+        make_from_config(path)
+    assert str(err.value).startswith(f"{path}: ")

@@ -12,7 +12,7 @@ NOTEBOOKS = sorted((Path(__file__).parents[1] / "notebooks").glob("*.ipynb"))
 
 
 def test_every_notebook_is_found():
-    assert [p.name[:2] for p in NOTEBOOKS] == ["01", "02", "03"]
+    assert [p.name[:2] for p in NOTEBOOKS] == ["01", "02", "03", "04"]
 
 
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])

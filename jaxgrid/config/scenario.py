@@ -210,7 +210,24 @@ def load_scenario(path: str | Path) -> tuple[str, dict[str, Any], EpisodeSection
     given = {k: getattr(params, k) for k in raw}
     for loc, message in _check_pairs(given):
         _fail(path, ("params", *loc), message)
-    return env_name, given, episode
+    return env_name, _beside(given, path.parent), episode
+
+
+def _beside(params: dict[str, Any], base: Path) -> dict[str, Any]:
+    """Relative file paths of a scenario (a ``feeder`` file, a profile source's ``path``)
+    taken from the scenario file's folder."""
+
+    def resolve(value: str) -> str:
+        return value if Path(value).is_absolute() else str(base / value)
+
+    out = dict(params)
+    feeder = out.get("feeder")
+    if isinstance(feeder, str) and Path(feeder).suffix in (".m", ".json"):
+        out["feeder"] = resolve(feeder)
+    for key, value in out.items():
+        if isinstance(value, dict) and isinstance(value.get("path"), str):
+            out[key] = {**value, "path": resolve(value["path"])}
+    return out
 
 
 def scenario_kwargs(path: str | Path) -> tuple[str, dict[str, Any]]:

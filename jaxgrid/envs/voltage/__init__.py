@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import inspect
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxgrid.data.csv_profiles import read_profile
+from jaxgrid.data.profiles import Profiles, split_days
 from jaxgrid.data.simbench import simbench_profiles
 from jaxgrid.data.synthetic import synthetic_profiles
 from jaxgrid.devices.renewable import S_MAX_RATIO
@@ -16,6 +19,8 @@ from jaxgrid.envs.voltage.env import VoltageControl
 from jaxgrid.envs.voltage.types import SOLVERS, VoltageParams, VoltageState
 from jaxgrid.envs.voltage.zones import spread_buses, voronoi_zones
 from jaxgrid.grid import cases
+from jaxgrid.grid.matpower import from_matpower
+from jaxgrid.grid.pandapower_io import from_pandapower
 from jaxgrid.registry import register
 from jaxgrid.rewards.abort import AbortConditions
 from jaxgrid.rewards.scalarise import Scalarisation
@@ -46,6 +51,11 @@ def make_voltage(
     profiles: str = "simbench",
     abort: dict | None = None,
     seed: int = 0,
+    feeder: str | None = None,
+    pv_buses: tuple[int, ...] | None = None,
+    pv_p_max_mw: float | None = None,
+    load_csv: dict | None = None,
+    pv_csv: dict | None = None,
 ):
     """Build a voltage control environment and its default params.
 
@@ -59,6 +69,15 @@ def make_voltage(
         profiles: ``"simbench"`` (the bundled measured year) or ``"synthetic"``.
         abort: bounds that end an episode, e.g. ``{"min_vm_pu": (0.8, inf)}``.
         seed: seed of the synthetic profiles.
+        feeder: another network than the scenario's: a bundled case name
+            (:data:`jaxgrid.grid.cases.CASES`), a MATPOWER ``.m`` file or a pandapower
+            ``.json`` file; it must be radial.
+        pv_buses: bus numbers (as in the feeder's data) of the PV inverters, one agent
+            each (default: the scenario's count, spread over the feeder).
+        pv_p_max_mw: installed peak of each inverter, MW (default: the scenario's
+            penetration times the feeder's base load, shared).
+        load_csv, pv_csv: CSV sources of the load multiplier and the PV availability
+            (:mod:`jaxgrid.data.csv_profiles`), given together; they replace ``profiles``.
     """
     if scenario not in SCENARIOS:
         raise ValueError(
@@ -71,15 +90,26 @@ def make_voltage(
     if profiles not in ("simbench", "synthetic"):
         raise ValueError(f"unknown profiles {profiles!r}; expected 'simbench' or 'synthetic'")
     spec = SCENARIOS[scenario]
-    feeder = cases.load_bundled(spec["case"])
-    pv_bus = spread_buses(feeder, spec["n_pv"])
+    network = load_feeder(feeder or spec["case"])
+    pv_bus = (
+        spread_buses(network, spec["n_pv"]) if pv_buses is None else bus_indices(network, pv_buses)
+    )
     n_pv = len(pv_bus)
-    if profiles == "simbench":
-        data = simbench_profiles(STEPS_PER_DAY)
+    if (load_csv is None) != (pv_csv is None):
+        raise ValueError("load_csv and pv_csv go together: give both CSV sources or neither")
+    if load_csv is not None:
+        data = csv_profiles(load_csv, pv_csv, STEPS_PER_DAY)
+        commercial = np.zeros(network.n_bus, bool)  # one load column for every bus
     else:
-        data = synthetic_profiles(steps_per_day=STEPS_PER_DAY, seed=seed)
-    commercial = np.arange(feeder.n_bus) % COMMERCIAL_EVERY == COMMERCIAL_EVERY - 1
-    p_max = np.full(n_pv, spec["pv_penetration"] * float(np.sum(feeder.p_load_mw)) / n_pv)
+        if profiles == "simbench":
+            data = simbench_profiles(STEPS_PER_DAY)
+        else:
+            data = synthetic_profiles(steps_per_day=STEPS_PER_DAY, seed=seed)
+        commercial = np.arange(network.n_bus) % COMMERCIAL_EVERY == COMMERCIAL_EVERY - 1
+    if pv_p_max_mw is None:
+        pv_p_max_mw = spec["pv_penetration"] * float(np.sum(network.p_load_mw)) / n_pv
+    p_max = np.full(n_pv, float(pv_p_max_mw))
+    feeder = network
     zone_buses, zone_mask = voronoi_zones(feeder, pv_bus)
     params = VoltageParams(
         feeder=feeder,
@@ -108,6 +138,65 @@ def make_voltage(
         name=f"{scenario}-v0",
     )
     return env, params
+
+
+def load_feeder(source: str):
+    """A radial feeder from a bundled case name, a MATPOWER ``.m`` or a pandapower ``.json``."""
+    if source in cases.CASES:
+        return cases.load_bundled(source)
+    path = Path(source)
+    if path.suffix not in (".m", ".json"):
+        raise ValueError(
+            f"feeder {source!r}: expected a bundled case {list(cases.CASES)}, a MATPOWER .m "
+            "file or a pandapower .json file"
+        )
+    if not path.is_file():
+        raise ValueError(f"feeder file {path} does not exist")
+    if path.suffix == ".m":
+        return from_matpower(path)
+    import pandapower
+
+    return from_pandapower(pandapower.from_json(str(path)))
+
+
+def bus_indices(feeder, bus_numbers) -> np.ndarray:
+    """Indices of ``bus_numbers`` (the feeder data's own numbers); each must exist, once,
+    and not be the substation."""
+    ids = [int(b) for b in np.asarray(feeder.bus_ids)]
+    index = {b: i for i, b in enumerate(ids)}
+    missing = [b for b in bus_numbers if b not in index]
+    if missing:
+        raise ValueError(f"buses {missing} are not in the feeder (its buses: {ids[0]}..{ids[-1]})")
+    if len(set(bus_numbers)) != len(bus_numbers):
+        raise ValueError(f"buses {list(bus_numbers)} repeat a bus")
+    at = np.array([index[b] for b in bus_numbers], np.int32)
+    if np.any(at == int(feeder.slack)):
+        raise ValueError(f"bus {ids[int(feeder.slack)]} is the substation; devices go elsewhere")
+    return at
+
+
+def csv_profiles(load_csv: dict, pv_csv: dict, steps_per_day: int) -> Profiles:
+    """Load multiplier and PV availability from CSV sources, every fifth day held out."""
+    minutes = 24 * 60 / steps_per_day
+    load = read_profile(load_csv, minutes)
+    pv = read_profile(pv_csv, minutes)
+    if len(load) != len(pv):
+        raise ValueError(
+            f"load_csv covers {len(load) // steps_per_day} days, pv_csv "
+            f"{len(pv) // steps_per_day}: they must cover the same days"
+        )
+    days, held_out = split_days(len(load) // steps_per_day)
+    if len(held_out) == 0:  # fewer than five days: evaluate on the training days
+        held_out = days
+    zeros = np.zeros((len(load), 1), np.float32)
+    return Profiles(
+        load=load[:, None].astype(np.float32),
+        pv=pv[:, None].astype(np.float32),
+        wind=zeros,
+        price=np.zeros((len(load), 2), np.float32),
+        days=days,
+        held_out=held_out,
+    )
 
 
 def _register(scenario: str) -> None:

@@ -1,0 +1,115 @@
+"""Profiles from CSV files: a time column and a value column, scaled and resampled.
+
+A profile source is a dict (a scenario file's inline table)::
+
+    {"path": "load.csv", "column": "load", "time_column": "minute",
+     "unit": "pu", "scale_mult": 1.0, "scale_add": 0.0}
+
+``time_column`` holds minutes since the start (numbers) or ISO 8601 timestamps; times must
+increase by one constant step. Values are ``value * scale_mult + scale_add`` after the unit
+(``pu`` as is, ``percent`` divided by 100), then averaged (coarser target) or repeated
+(finer target) to the environment's sampling time, and must cover whole days. Every
+problem is a ``ValueError`` naming the file, the row or column and what was expected.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from datetime import datetime
+from pathlib import Path
+
+import numpy as np
+
+UNITS = {"pu": 1.0, "percent": 0.01}
+SOURCE_KEYS = {"path", "column", "time_column", "unit", "scale_mult", "scale_add"}
+
+
+def _minutes(stamp: str, path: Path, row: int) -> float:
+    try:
+        return float(stamp)
+    except ValueError:
+        pass
+    try:
+        return datetime.fromisoformat(stamp).timestamp() / 60.0
+    except ValueError:
+        raise ValueError(
+            f"{path}: row {row}: time {stamp!r} is neither minutes nor an ISO 8601 timestamp"
+        ) from None
+
+
+def read_profile(source: dict, sampling_time_min: float, base: Path | None = None) -> np.ndarray:
+    """The series ``(T,)`` of ``source`` (see the module docstring) at ``sampling_time_min``;
+    a relative ``path`` is taken from ``base``."""
+    unknown = sorted(set(source) - SOURCE_KEYS)
+    if unknown or "path" not in source or "column" not in source:
+        raise ValueError(
+            f"profile source {source}: expected keys path and column (and optionally "
+            f"time_column, unit, scale_mult, scale_add); unknown: {unknown}"
+        )
+    path = Path(source["path"])
+    if not path.is_absolute() and base is not None:
+        path = base / path
+    if not path.is_file():
+        raise ValueError(f"profile file {path} does not exist")
+    column, time_column = source["column"], source.get("time_column", "time")
+    unit = source.get("unit", "pu")
+    if unit not in UNITS:
+        raise ValueError(f"{path}: unit {unit!r}; expected one of {list(UNITS)}")
+    with path.open(newline="") as f:
+        reader = csv.DictReader(f)
+        header = reader.fieldnames or []
+        for name in (time_column, column):
+            if name not in header:
+                raise ValueError(f"{path}: no column {name!r}; the file has {header}")
+        rows = list(reader)
+    if len(rows) < 2:
+        raise ValueError(f"{path}: expected at least two rows of data, got {len(rows)}")
+    times = np.array([_minutes(r[time_column], path, i + 2) for i, r in enumerate(rows)])
+    values = np.empty(len(rows))
+    for i, r in enumerate(rows):
+        try:
+            values[i] = float(r[column])
+        except (TypeError, ValueError):
+            raise ValueError(
+                f"{path}: row {i + 2}: {column} = {r[column]!r} is not a number"
+            ) from None
+        if not math.isfinite(values[i]):
+            raise ValueError(f"{path}: row {i + 2}: {column} = {r[column]!r} is not finite")
+    steps = np.diff(times)
+    if np.any(steps <= 0):
+        row = int(np.flatnonzero(steps <= 0)[0]) + 3
+        raise ValueError(
+            f"{path}: row {row}: time does not increase ({time_column} must be monotone)"
+        )
+    step = steps[0]
+    if not np.allclose(steps, step):
+        row = int(np.flatnonzero(~np.isclose(steps, step))[0]) + 3
+        raise ValueError(
+            f"{path}: row {row}: time step changes from {step:g} min; expected a constant step"
+        )
+    values = values * UNITS[unit] * float(source.get("scale_mult", 1.0)) + float(
+        source.get("scale_add", 0.0)
+    )
+    ratio = sampling_time_min / step
+    if ratio >= 1 and math.isclose(ratio, round(ratio)):
+        factor = round(ratio)
+        if len(values) % factor:
+            raise ValueError(
+                f"{path}: {len(values)} rows of {step:g} min do not fill whole "
+                f"{sampling_time_min:g}-minute steps"
+            )
+        values = values.reshape(-1, factor).mean(axis=1)
+    elif ratio < 1 and math.isclose(1 / ratio, round(1 / ratio)):
+        values = np.repeat(values, round(1 / ratio))
+    else:
+        raise ValueError(
+            f"{path}: a {step:g}-minute series cannot be resampled to {sampling_time_min:g} minutes"
+        )
+    per_day = round(24 * 60 / sampling_time_min)
+    if len(values) % per_day:
+        raise ValueError(
+            f"{path}: {len(values)} steps of {sampling_time_min:g} min are not whole days "
+            f"({per_day} steps per day)"
+        )
+    return values
