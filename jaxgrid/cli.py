@@ -102,12 +102,32 @@ def _run_config(args):
 
     fields = {}
     if args.config:
-        from jaxgrid.config import ConfigError, is_scenario_file, make_from_config, scenario_kwargs
+        from jaxgrid.config import (
+            ConfigError,
+            is_scenario_file,
+            load_scenario,
+            make_from_config,
+            reward_weights,
+            scenario_kwargs,
+        )
+        from jaxgrid.rewards.scalarise import METHODS
 
         try:
             if is_scenario_file(args.config):  # a scenario: the environment to train on
-                make_from_config(args.config)  # every check, the episode's length included
+                env, _ = make_from_config(args.config)  # every check, episode length included
                 fields["env"], fields["env_kwargs"] = scenario_kwargs(args.config)
+                reward = load_scenario(args.config)[3]
+                method = int(env.scalarisation(env.default_params()).method)
+                if reward is not None and reward.scalarisation not in (
+                    None,
+                    *[name for name, code in METHODS.items() if code == method],
+                ):
+                    raise ConfigError(
+                        f"{args.config}: reward.scalarisation: jaxgrid train takes [reward] "
+                        "weights; another method than the environment's needs jaxgrid.make_from_config"
+                    )
+                if reward is not None and reward.weights is not None:
+                    fields["weights"] = [reward_weights(Path(args.config), env, reward)]
             else:
                 fields = _read_config_file(args.config)
         except ConfigError as e:

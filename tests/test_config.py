@@ -204,3 +204,41 @@ def test_malformed_own_feeder_or_profiles(tmp_path, case, change, message):
     with pytest.raises(ConfigError, match=message) as err:
         make_from_config(path)
     assert str(err.value).startswith(f"{path}: ")
+
+
+def test_reward_section_sets_the_scalarisation(tmp_path):
+    path = tmp_path / "reward.toml"
+    path.write_text(
+        'env = "voltage33-v0"\n[reward]\nscalarisation = "weighted_sum"\n'
+        "weights = { reactive_power = 0.25 }\n"
+    )
+    env, params = make_from_config(path)
+    np.testing.assert_allclose(np.asarray(params.scalarisation.weights), [0.0, 0.25])
+    _, state = env.reset(jax.random.PRNGKey(0), params)
+    *_, reward, _, _, info = env.step_env(
+        jax.random.PRNGKey(1), state, np.full((6, 1), 0.5), params
+    )
+    np.testing.assert_allclose(reward, 0.25 * np.asarray(info["reward_vector"])[:, 1], rtol=1e-6)
+    # the same weights reach a training run
+    from jaxgrid.cli import _run_config, build_parser
+
+    config = _run_config(
+        build_parser().parse_args(["train", "--config", str(path), "--algo", "ippo"])
+    )
+    assert config.weights == [[0.0, 0.25]]
+
+
+REWARD_MALFORMED = [
+    ("weights = { happiness = 1.0 }", r"reward\.weights\.happiness: not an objective of voltage33-v0"),
+    ("weights = { voltage = -1.0 }", r"reward\.weights\.voltage: Input should be greater than or equal to 0"),
+    ('scalarisation = "median"', r"reward\.scalarisation: Input should be 'weighted_sum', 'min', 'product' or 'single'"),
+    ("temperature = 2.0", r"reward\.temperature: Extra inputs are not permitted"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("body, message", REWARD_MALFORMED)
+def test_malformed_reward_section(tmp_path, body, message):
+    path = tmp_path / "reward.toml"
+    path.write_text(f'env = "voltage33-v0"\n[reward]\n{body}\n')
+    with pytest.raises(ConfigError, match=message):
+        make_from_config(path)

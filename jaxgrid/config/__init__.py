@@ -6,6 +6,7 @@ from jaxgrid.config.scenario import (
     load_scenario,
     make_from_config,
     params_model,
+    reward_weights,
     scenario_kwargs,
     scenario_toml,
 )
@@ -16,6 +17,7 @@ __all__ = [
     "load_scenario",
     "make_from_config",
     "params_model",
+    "reward_weights",
     "scenario_kwargs",
     "scenario_toml",
 ]

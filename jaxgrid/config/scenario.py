@@ -10,8 +10,11 @@
 
     [params]                          # the factory's arguments; defaults where left out
     barrier = "bowl"
-    q_weight = 0.02
     abort = { min_vm_pu = [0.8, 1.2] }
+
+    [reward]                          # optional, any environment: how objectives combine
+    scalarisation = "weighted_sum"    # weighted_sum, min, product or single
+    weights = { voltage = 1.0, reactive_power = 0.02 }   # by objective; others weigh 0
 
 The ``[params]`` table is validated against the factory's signature (pydantic): unknown
 keys, wrong types, NaN or infinite numbers and values outside the range of well-known
@@ -25,12 +28,16 @@ from __future__ import annotations
 import inspect
 import math
 from pathlib import Path
-from typing import Annotated, Any, Union, get_args, get_origin
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
+import jax
+import jax.numpy as jnp
+import numpy as np
 import pydantic
 from pydantic import ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr
 
 from jaxgrid.registry import _REGISTRY, list_envs, make
+from jaxgrid.rewards.scalarise import METHODS, Scalarisation
 
 # value ranges of arguments that mean the same in every family
 POSITIVE = {
@@ -43,6 +50,7 @@ NON_NEGATIVE = {
 }  # fmt: skip
 FRACTIONS = {"efficiency": (0.0, 1.0, "in (0, 1]"), "initial_soc": (None, 1.0, "in [0, 1]")}
 ORDERED_PAIRS = {"soc_bounds", "v_band", "energy_bounds"}
+SECTIONS = {"env", "episode", "params", "reward"}
 STRICT = {float: StrictFloat, int: StrictInt, str: StrictStr, bool: StrictBool}
 TYPE_NAMES = {"tuple", "dict", "float", "int", "str", "bool", "None"}
 
@@ -71,6 +79,14 @@ class EpisodeSection(pydantic.BaseModel):
     @property
     def steps(self) -> int:
         return round(self.duration_h * 60 / self.sampling_time_min)
+
+
+class RewardSection(pydantic.BaseModel):
+    """``[reward]``: how the objectives become the reward (any environment)."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    scalarisation: Literal["weighted_sum", "min", "product", "single"] | None = None
+    weights: dict[StrictStr, Annotated[StrictFloat, Field(ge=0)]] | None = None
 
 
 def _strict(annotation):
@@ -173,13 +189,15 @@ def _fail(path: Path, loc: tuple, message: str):
     raise ConfigError(f"{path}: {key}: {message}")
 
 
-def load_scenario(path: str | Path) -> tuple[str, dict[str, Any], EpisodeSection | None]:
-    """``(env name, factory arguments, episode)`` of a validated scenario file."""
+def load_scenario(
+    path: str | Path,
+) -> tuple[str, dict[str, Any], EpisodeSection | None, RewardSection | None]:
+    """``(env name, factory arguments, episode, reward)`` of a validated scenario file."""
     path = Path(path)
     data = _read(path)
-    unknown = sorted(set(data) - {"env", "episode", "params"})
+    unknown = sorted(set(data) - SECTIONS)
     if unknown:
-        _fail(path, (unknown[0],), "unknown key; expected env, episode and params")
+        _fail(path, (unknown[0],), "unknown key; expected env, episode, params and reward")
     if "env" not in data:
         _fail(path, ("env",), "missing; expected the name of a registered environment")
     env_name = data["env"]
@@ -192,6 +210,13 @@ def load_scenario(path: str | Path) -> tuple[str, dict[str, Any], EpisodeSection
         except pydantic.ValidationError as err:
             first = err.errors()[0]
             _fail(path, ("episode", *first["loc"]), first["msg"].removeprefix("Value error, "))
+    reward = None
+    if "reward" in data:
+        try:
+            reward = RewardSection.model_validate(data["reward"])
+        except pydantic.ValidationError as err:
+            first = err.errors()[0]
+            _fail(path, ("reward", *first["loc"]), f"{first['msg']} (got {first['input']!r})")
     raw = data.get("params", {})
     if not isinstance(raw, dict):
         _fail(path, ("params",), f"expected a table of {env_name}'s arguments")
@@ -210,7 +235,7 @@ def load_scenario(path: str | Path) -> tuple[str, dict[str, Any], EpisodeSection
     given = {k: getattr(params, k) for k in raw}
     for loc, message in _check_pairs(given):
         _fail(path, ("params", *loc), message)
-    return env_name, _beside(given, path.parent), episode
+    return env_name, _beside(given, path.parent), episode, reward
 
 
 def _beside(params: dict[str, Any], base: Path) -> dict[str, Any]:
@@ -235,7 +260,7 @@ def scenario_kwargs(path: str | Path) -> tuple[str, dict[str, Any]]:
     the factory's ``steps_per_day`` or ``horizon`` (``jaxgrid.make(name, **kwargs)``
     builds it)."""
     path = Path(path)
-    env_name, kwargs, episode = load_scenario(path)
+    env_name, kwargs, episode, _ = load_scenario(path)
     factory_args = inspect.signature(_REGISTRY[env_name]).parameters
     if episode is not None and "steps_per_day" in factory_args:
         if not math.isclose(episode.duration_h, 24):
@@ -254,25 +279,54 @@ def make_from_config(path: str | Path):
         env, params = make(env_name, **kwargs)
     except (ValueError, KeyError, TypeError) as err:
         raise ConfigError(f"{path}: params: {err}") from None
-    episode = load_scenario(path)[2]
+    _, _, episode, reward = load_scenario(path)
     if episode is not None and env.horizon != episode.steps:
         _fail(
             path,
             ("episode",),
             f"{env_name} runs {env.horizon} steps per episode; [episode] gives {episode.steps}",
         )
+    if reward is not None:
+        params = _with_reward(path, env, params, reward)
     return env, params
 
 
-def is_scenario_file(path: str | Path) -> bool:
-    """Whether ``path`` holds a scenario (an ``env`` name and at most ``episode`` and
-    ``params`` tables) rather than a training run's config."""
-    data = _read(Path(path))
-    return (
-        isinstance(data.get("env"), str)
-        and set(data) <= {"env", "episode", "params"}
-        and ("params" in data or "episode" in data or len(data) == 1)
+def reward_weights(path: Path, env, reward: RewardSection) -> list[float]:
+    """``[reward] weights`` as one weight per objective of ``env`` (unnamed ones: 0)."""
+    for name in reward.weights:
+        if name not in env.objective_names:
+            _fail(path, ("reward", "weights", name),
+                  f"not an objective of {env.name}; expected some of {list(env.objective_names)}")  # fmt: skip
+    return [reward.weights.get(name, 0.0) for name in env.objective_names]
+
+
+def _with_reward(path: Path, env, params, reward: RewardSection):
+    """``params`` with the scalarisation of ``[reward]``."""
+    current = env.scalarisation(params)
+    method = reward.scalarisation or next(
+        name for name, code in METHODS.items() if code == int(current.method)
     )
+    weights = None if reward.weights is None else reward_weights(path, env, reward)
+    if weights is None:
+        weights = np.asarray(current.weights)
+    new = Scalarisation.create(len(env.objective_names), method, weights)
+    new = jax.tree_util.tree_map(lambda n, c: jnp.asarray(n, jnp.asarray(c).dtype), new, current)
+    if hasattr(params, "scalarisation"):
+        return params.replace(scalarisation=new)
+    if hasattr(params, "society"):  # an environment wrapping another's params
+        return params.replace(society=params.society.replace(scalarisation=new))
+    _fail(path, ("reward",), f"{env.name} keeps its scalarisation elsewhere; set it in [params]")
+
+
+def is_scenario_file(path: str | Path) -> bool:
+    """Whether ``path`` holds a scenario (an ``env`` name and at most ``episode``,
+    ``params`` and ``reward`` tables) rather than a training run's config (JSON, or TOML
+    with the run's fields)."""
+    path = Path(path)
+    if path.suffix not in (".toml", ".yaml", ".yml"):
+        return False
+    data = _read(path)
+    return isinstance(data.get("env"), str) and set(data) <= SECTIONS
 
 
 def _toml_value(value) -> str:

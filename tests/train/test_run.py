@@ -121,3 +121,12 @@ def test_train_takes_a_scenario_file(tmp_path):
     scenario.write_text('env = "arbitrage-v0"\n[params]\ndegradation_cost = -0.5\n')
     with pytest.raises(SystemExit, match=r"cheap_battery\.toml: params\.degradation_cost"):
         _run_config(build_parser().parse_args(["train", "--config", str(scenario)]))
+
+
+def test_train_still_takes_a_json_run_config(tmp_path):
+    from jaxgrid.cli import _run_config, build_parser
+
+    run_config = tmp_path / "run.json"
+    run_config.write_text(json.dumps({"env": "arbitrage-v0", "algo": "ppo", "seeds": 3}))
+    config = _run_config(build_parser().parse_args(["train", "--config", str(run_config)]))
+    assert (config.env, config.seeds) == ("arbitrage-v0", 3)
