@@ -176,11 +176,8 @@ def _render(args) -> int:
 
     env, params = jaxgrid.make(args.env)
     baselines = env.baselines(params)
-    name = (
-        args.policy or next(n for n in baselines if n != "random")
-        if len(baselines) > 1
-        else "random"
-    )
+    others = [n for n in baselines if n != "random"]
+    name = args.policy or (others[0] if others else "random")
     if name not in baselines:
         raise SystemExit(f"jaxgrid render: no baseline {name!r}; {env.name} has {list(baselines)}")
     steps = args.steps or env.horizon
