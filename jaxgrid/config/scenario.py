@@ -48,7 +48,7 @@ NON_NEGATIVE = {
     "q_weight", "degradation_cost", "deferral_weight", "households", "offices", "schools",
     "lower", "upper", "background_share", "seed", "forecast",
 }  # fmt: skip
-FRACTIONS = {"efficiency": (0.0, 1.0, "in (0, 1]"), "initial_soc": (None, 1.0, "in [0, 1]")}
+FRACTIONS = {"efficiency": (0.0, 1.0), "initial_soc": (None, 1.0)}  # (0, 1] and [0, 1]
 ORDERED_PAIRS = {"soc_bounds", "v_band", "energy_bounds"}
 SECTIONS = {"env", "episode", "params", "reward"}
 STRICT = {float: StrictFloat, int: StrictInt, str: StrictStr, bool: StrictBool}
@@ -111,7 +111,7 @@ def _field(name: str, annotation):
     if name in NON_NEGATIVE:
         return Annotated[annotation, Field(ge=0)]
     if name in FRACTIONS:
-        low, high, _ = FRACTIONS[name]
+        low, high = FRACTIONS[name]
         return Annotated[
             annotation, Field(gt=low, le=high) if low is not None else Field(ge=0, le=high)
         ]
@@ -130,8 +130,7 @@ def params_model(env_name: str) -> type[pydantic.BaseModel]:
             annotation = eval(annotation, {"__builtins__": {}}, {t: eval(t) for t in TYPE_NAMES})  # noqa: S307
         fields[name] = (_field(name, _strict(annotation)), p.default)
     config = ConfigDict(extra="forbid", allow_inf_nan=False)
-    model = pydantic.create_model(f"{env_name} params", __config__=config, **fields)
-    return model
+    return pydantic.create_model(f"{env_name} params", __config__=config, **fields)
 
 
 def _check_pairs(params: dict[str, Any]) -> list[tuple[tuple, str]]:
