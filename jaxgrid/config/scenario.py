@@ -188,6 +188,20 @@ def _fail(path: Path, loc: tuple, message: str):
     raise ConfigError(f"{path}: {key}: {message}")
 
 
+def _section(path: Path, data: dict, name: str, model: type[pydantic.BaseModel]):
+    """The validated table ``name`` of a scenario, or ``None`` where it is left out."""
+    if name not in data:
+        return None
+    try:
+        return model.model_validate(data[name])
+    except pydantic.ValidationError as err:
+        first = err.errors()[0]
+        message = first["msg"].removeprefix("Value error, ")
+        if first["type"] != "value_error":
+            message += f" (got {first['input']!r})"
+        _fail(path, (name, *first["loc"]), message)
+
+
 def load_scenario(
     path: str | Path,
 ) -> tuple[str, dict[str, Any], EpisodeSection | None, RewardSection | None]:
@@ -202,20 +216,8 @@ def load_scenario(
     env_name = data["env"]
     if env_name not in _REGISTRY:
         _fail(path, ("env",), f"expected one of {list_envs()}, got {env_name!r}")
-    episode = None
-    if "episode" in data:
-        try:
-            episode = EpisodeSection.model_validate(data["episode"])
-        except pydantic.ValidationError as err:
-            first = err.errors()[0]
-            _fail(path, ("episode", *first["loc"]), first["msg"].removeprefix("Value error, "))
-    reward = None
-    if "reward" in data:
-        try:
-            reward = RewardSection.model_validate(data["reward"])
-        except pydantic.ValidationError as err:
-            first = err.errors()[0]
-            _fail(path, ("reward", *first["loc"]), f"{first['msg']} (got {first['input']!r})")
+    episode = _section(path, data, "episode", EpisodeSection)
+    reward = _section(path, data, "reward", RewardSection)
     raw = data.get("params", {})
     if not isinstance(raw, dict):
         _fail(path, ("params",), f"expected a table of {env_name}'s arguments")
