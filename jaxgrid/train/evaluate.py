@@ -30,10 +30,7 @@ REFERENCES = ("no_control", "idle", "random")  # score 0: the first of these an 
 
 def held_out(params: Any) -> Any:
     """``params`` with episodes drawn from the held-out days, when its profiles have a
-    train/test split (:class:`~jaxgrid.data.Profiles`), and whole episodes where training
-    started them at random hours (``random_start``)."""
-    if hasattr(params, "random_start"):
-        params = params.replace(random_start=jnp.zeros_like(params.random_start))
+    train/test split (:class:`~jaxgrid.data.Profiles`); else ``params`` itself."""
     profiles = getattr(params, "profiles", None)
     if not hasattr(profiles, "for_testing"):
         return params

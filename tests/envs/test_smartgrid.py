@@ -184,20 +184,3 @@ def test_random_pools_follow_their_proportions(name, lo, hi):
 def test_bad_options_are_named(kwargs, message):
     with pytest.raises(ValueError, match=message):
         make_smartgrid(**kwargs)
-
-
-def test_random_start_draws_the_first_hour_and_still_ends_at_the_horizon():
-    from jaxgrid.train.evaluate import held_out
-
-    env, params = make_smartgrid(households=2, offices=1, schools=1, horizon=40, random_start=True)
-    starts = np.array([int(env.reset(jax.random.PRNGKey(i), params)[1].time) for i in range(40)])
-    assert starts.min() >= 0 and starts.max() < 40 and len(set(starts)) > 10
-    _, state = env.reset(KEY, params)
-    t0 = int(state.time)
-    step = jax.jit(env.step_env)
-    for t in range(t0 + 1, 41):
-        *_, truncated, _ = step(KEY, state, jnp.zeros((4, 6)), params)
-        _, state, *_ = step(KEY, state, jnp.zeros((4, 6)), params)
-        assert bool(truncated) == (t >= 40)
-    # evaluation runs whole episodes
-    assert int(env.reset(KEY, held_out(params))[1].time) == 0

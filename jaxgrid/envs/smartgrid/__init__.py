@@ -51,7 +51,6 @@ def make_smartgrid(
     adaptability_steps: tuple[int, int, int, int] = (3000, 2000, 2000, 6000),
     horizon: int = 10_000,
     peer_energy_loss: bool = False,
-    random_start: bool = False,
     name: str = "smartgrid-v0",
 ):
     """Build a smartgrid environment and its default params.
@@ -82,7 +81,6 @@ def make_smartgrid(
         adaptability_steps: switch steps of AdaptabilityOne, Two and Three (two).
         horizon: hours per episode.
         peer_energy_loss: report EthicalSmartGrid's ``energy_loss`` (always 0).
-        random_start: start each episode at a random hour before ``horizon`` (training).
         name: the environment's name.
     """
     counts = {"Household": households, "Office": offices, "School": schools}
@@ -212,7 +210,6 @@ def make_smartgrid(
         adaptability_steps=np.array(adaptability_steps, np.int32),
         judgments=np.array([JUDGMENTS[judgments.get(o, "simple")] for o in order], np.int32),
         schedule=Schedule(start=start.astype(np.int32), end=end.astype(np.int32), agents=allowed),
-        random_start=np.bool_(random_start),
         peer_energy_loss=np.bool_(peer_energy_loss),
         scalarisation=Scalarisation.create(n_obj, scalarisation, weights),
     )

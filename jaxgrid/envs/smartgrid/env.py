@@ -66,7 +66,6 @@ from jaxgrid.rewards.argumentation import J_RATIO, judgment
 from jaxgrid.types import float_dtype
 
 OBJECTIVES = tuple(NUMERIC_OBJECTIVES) + tuple(JUDGES)
-START_STREAM = 0x7374  # folded into the reset key for a random first hour
 
 
 class SmartGrid(Environment):
@@ -124,8 +123,7 @@ class SmartGrid(Environment):
         zeros = jnp.zeros(n, dtype)
         idle = prosumer.ProsumerState(zeros, zeros, zeros, zeros, zeros, zeros)
         enacted = jnp.zeros((6, n), dtype)
-        drawn = jax.random.randint(jax.random.fold_in(key, START_STREAM), (), 0, self.horizon)
-        t = jnp.where(params.random_start, drawn, 0).astype(jnp.int32)
+        t = jnp.zeros((), jnp.int32)
         buildings = self._advance(idle, enacted, k_production, t, params)
         state = SmartgridState(
             time=t,

@@ -88,9 +88,6 @@ class SmartgridParams:
             EnvironmentalSustainability, Inclusiveness, SupplySecurity
             (:data:`jaxgrid.rewards.argumentation.JUDGMENTS`).
         schedule: activation of each objective.
-        random_start: ``()`` bool, start episodes at an hour drawn uniformly from
-            ``[0, horizon)`` (a training aid: every reward phase of the Adaptability
-            objectives is seen from the first update); they still end at ``horizon``.
         peer_energy_loss: ``()`` bool, report EthicalSmartGrid's ``energy_loss`` (always 0)
             instead of the unused share of the energy pool.
         scalarisation: how the objectives become the reward.
@@ -109,7 +106,6 @@ class SmartgridParams:
     adaptability_steps: Array
     judgments: Array
     schedule: Schedule
-    random_start: Array
     peer_energy_loss: Array
     scalarisation: Scalarisation
 
