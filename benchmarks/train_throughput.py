@@ -25,38 +25,17 @@ import sys
 import time
 from pathlib import Path
 
+# PowerZooJax's training batch (128 envs x 48 steps, 128-128 networks, 4 epochs)
+POWERZOOJAX = dict(num_envs=128, num_steps=48, hidden=(128, 128), update_epochs=4,
+                   distribution="gaussian")  # fmt: skip
 # (label, env, env kwargs, algo, PPOConfig fields, reference env-steps/s, goal factor)
 CASES = [
-    (
-        "PowerZooJax's DSO PPO batch",
-        "dso33-v0",
-        {},
-        "ppo",
-        dict(num_envs=128, num_steps=48, hidden=(128, 128), update_epochs=4, num_minibatches=4,
-             distribution="gaussian"),
-        4.7e4,
-        2.0,
-    ),
-    (
-        "PowerZooJax's DERs IPPO batch",
-        "ders141-v0",
-        {},
-        "ippo",
-        dict(num_envs=128, num_steps=48, hidden=(128, 128), update_epochs=4, num_minibatches=1,
-             distribution="gaussian"),
-        1.2e4,
-        2.0,
-    ),
-    (
-        "PowerZooJax's DERs IPPO network (shared torso)",
-        "ders141-v0",
-        {},
-        "ippo",
-        dict(num_envs=128, num_steps=48, hidden=(128, 128), update_epochs=4, num_minibatches=1,
-             distribution="gaussian", shared_torso=True),
-        1.2e4,
-        2.0,
-    ),
+    ("PowerZooJax's DSO PPO batch", "dso33-v0", {}, "ppo",
+     dict(POWERZOOJAX, num_minibatches=4), 4.7e4, 2.0),
+    ("PowerZooJax's DERs IPPO batch", "ders141-v0", {}, "ippo",
+     dict(POWERZOOJAX, num_minibatches=1), 1.2e4, 2.0),
+    ("PowerZooJax's DERs IPPO network (shared torso)", "ders141-v0", {}, "ippo",
+     dict(POWERZOOJAX, num_minibatches=1, shared_torso=True), 1.2e4, 2.0),
     ("tuned (README result)", "smartgrid-v0", {}, "ippo", dict(), None, None),
     ("small network", "smartgrid-v0", {}, "ippo",
      dict(num_envs=256, num_steps=32, hidden=(16,), update_epochs=1, num_minibatches=1),

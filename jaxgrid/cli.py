@@ -102,32 +102,11 @@ def _run_config(args):
 
     fields = {}
     if args.config:
-        from jaxgrid.config import (
-            ConfigError,
-            is_scenario_file,
-            load_scenario,
-            make_from_config,
-            reward_weights,
-            scenario_kwargs,
-        )
-        from jaxgrid.rewards.scalarise import METHODS
+        from jaxgrid.config import ConfigError, is_scenario_file, run_fields
 
         try:
             if is_scenario_file(args.config):  # a scenario: the environment to train on
-                env, _ = make_from_config(args.config)  # every check, episode length included
-                fields["env"], fields["env_kwargs"] = scenario_kwargs(args.config)
-                reward = load_scenario(args.config)[3]
-                method = int(env.scalarisation(env.default_params()).method)
-                if reward is not None and reward.scalarisation not in (
-                    None,
-                    *[name for name, code in METHODS.items() if code == method],
-                ):
-                    raise ConfigError(
-                        f"{args.config}: reward.scalarisation: jaxgrid train takes [reward] "
-                        "weights; another method than the environment's needs jaxgrid.make_from_config"
-                    )
-                if reward is not None and reward.weights is not None:
-                    fields["weights"] = [reward_weights(Path(args.config), env, reward)]
+                fields = run_fields(args.config)
             else:
                 fields = _read_config_file(args.config)
         except ConfigError as e:
@@ -181,21 +160,15 @@ def _render(args) -> int:
     if name not in baselines:
         raise SystemExit(f"jaxgrid render: no baseline {name!r}; {env.name} has {list(baselines)}")
     steps = args.steps or env.horizon
-    key = jax.random.PRNGKey(args.seed)
-    trajectory = jax.jit(lambda k: jaxgrid.rollout(env, params, baselines[name], k, steps))(key)
-    # replay the rollout's steps (its keys, its actions) to draw the states it went through
-    k_reset, k_run = jax.random.split(key)
-    obs, state = env.reset(k_reset, params)
-    step_keys = jax.random.split(k_run, steps)
-    step = jax.jit(lambda k, s, a: env.step(k, s, a, params))
+    policy = baselines[name]
+    run = jax.jit(lambda k: jaxgrid.rollout(env, params, policy, k, steps, with_states=True))
+    trajectory, states = run(jax.random.PRNGKey(args.seed))
     every = max(1, steps // args.frames) if args.out.endswith(".gif") else steps
-    frames = []
-    for t in range(steps):
-        _, k_step = jax.random.split(step_keys[t])
-        action = jax.tree_util.tree_map(lambda x, t=t: x[t], trajectory.action)
-        obs, state, *_ = step(k_step, state, action)
-        if (t + 1) % every == 0 or t == steps - 1:
-            frames.append(env.render(state, params))
+    frames = [
+        env.render(jax.tree_util.tree_map(lambda x, t=t: x[t], states), params)
+        for t in range(steps)
+        if (t + 1) % every == 0 or t == steps - 1
+    ]
     path = save_frames(frames if args.out.endswith(".gif") else frames[-1:], args.out)
     print(f"{env.name} after {steps} steps of the {name} policy: {path} ({len(frames)} frame(s))")
     if args.panels:

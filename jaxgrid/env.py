@@ -139,6 +139,10 @@ class Environment(abc.ABC, Generic[TState, TParams]):
         """The :class:`~jaxgrid.rewards.Scalarisation` in ``params`` (its ``scalarisation`` field)."""
         return params.scalarisation
 
+    def with_scalarisation(self, params: TParams, scalarisation) -> TParams:
+        """``params`` with ``scalarisation`` in the place :meth:`scalarisation` reads."""
+        return params.replace(scalarisation=scalarisation)
+
     def baselines(self, params: TParams) -> dict[str, Any]:
         """Reference policies ``policy(key, obs) -> action`` by name; ``random`` for every env."""
         space = self.action_space(params)

@@ -24,10 +24,19 @@ class Trajectory(NamedTuple):
     info: dict[str, Any]
 
 
-def rollout(env: Environment, params, policy: Policy, key: PRNGKey, num_steps: int) -> Trajectory:
+def rollout(
+    env: Environment,
+    params,
+    policy: Policy,
+    key: PRNGKey,
+    num_steps: int,
+    with_states: bool = False,
+) -> Trajectory | tuple[Trajectory, PyTree]:
     """Run ``num_steps`` auto-resetting steps from a reset; jittable and vmappable over keys.
 
     ``trajectory.obs[t]`` is the observation the action ``trajectory.action[t]`` answered.
+    With ``with_states``, also the environment states after each step (stacked; the
+    reset state where an episode ended), e.g. to draw them.
     """
     k_reset, k_run = jax.random.split(key)
     obs, state = env.reset(k_reset, params)
@@ -39,7 +48,8 @@ def rollout(env: Environment, params, policy: Policy, key: PRNGKey, num_steps: i
         next_obs, state, reward, terminated, truncated, info = env.step(
             k_step, state, action, params
         )
-        return (next_obs, state), Trajectory(obs, action, reward, terminated, truncated, info)
+        step = Trajectory(obs, action, reward, terminated, truncated, info)
+        return (next_obs, state), (step, state) if with_states else step
 
-    _, trajectory = jax.lax.scan(body, (obs, state), jax.random.split(k_run, num_steps))
-    return trajectory
+    _, out = jax.lax.scan(body, (obs, state), jax.random.split(k_run, num_steps))
+    return out

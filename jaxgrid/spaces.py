@@ -215,3 +215,18 @@ class Dict(Space):
     def __repr__(self) -> str:
         inner = ", ".join(f"{k!r}: {s!r}" for k, s in self.spaces.items())
         return f"Dict({{{inner}}})"
+
+
+def agent_space(space: Space, i: int) -> Space:
+    """Agent ``i``'s share of a stacked space (leading axis = agents)."""
+    if isinstance(space, Box):
+        low, high = space._bounds()
+        return Box(low[i], high[i], tuple(space.shape[1:]), space.dtype)
+    if isinstance(space, MultiDiscrete):
+        nvec = np.asarray(space.nvec)[i]
+        if nvec.ndim == 0:
+            return Discrete(int(nvec), dtype=space.dtype)
+        return MultiDiscrete(nvec, space.dtype)
+    if isinstance(space, Dict):
+        return Dict({k: agent_space(s, i) for k, s in space.spaces.items()})
+    raise TypeError(f"cannot split {space} by agent")

@@ -22,6 +22,13 @@ def _same_params(a, b):
     )
 
 
+def _scenario(tmp_path, file_name: str, text: str) -> Path:
+    """A scenario file ``file_name`` holding ``text``."""
+    path = tmp_path / file_name
+    path.write_text(text)
+    return path
+
+
 @pytest.mark.parametrize("name", list_envs())
 def test_every_registered_environment_has_a_file_that_builds_it(name):
     env, params = make_from_config(CONFIGS / f"{name}.toml")
@@ -40,10 +47,11 @@ def test_no_file_for_an_unregistered_environment():
 
 
 def test_yaml_and_overrides(tmp_path):
-    path = tmp_path / "bowl.yaml"
-    path.write_text(
+    path = _scenario(
+        tmp_path,
+        "bowl.yaml",
         "env: voltage33-v0\nepisode: {duration_h: 24, sampling_time_min: 15}\n"
-        "params:\n  barrier: bowl\n  q_weight: 0.02\n  abort: {min_vm_pu: [0.8, 1.2]}\n"
+        "params:\n  barrier: bowl\n  q_weight: 0.02\n  abort: {min_vm_pu: [0.8, 1.2]}\n",
     )
     _, params = make_from_config(path)
     _, ref = jaxgrid.make(
@@ -53,8 +61,11 @@ def test_yaml_and_overrides(tmp_path):
 
 
 def test_episode_sets_the_steps_per_day(tmp_path):
-    path = tmp_path / "hourly.toml"
-    path.write_text('env = "ders33-v0"\n[episode]\nduration_h = 24\nsampling_time_min = 60\n')
+    path = _scenario(
+        tmp_path,
+        "hourly.toml",
+        'env = "ders33-v0"\n[episode]\nduration_h = 24\nsampling_time_min = 60\n',
+    )
     env, _ = make_from_config(path)
     assert env.horizon == 24
 
@@ -95,8 +106,7 @@ MALFORMED = [
 
 @pytest.mark.parametrize("file_name, content, message", MALFORMED, ids=[m[0] for m in MALFORMED])
 def test_malformed_file_gives_one_clear_error(tmp_path, file_name, content, message):
-    path = tmp_path / file_name
-    path.write_text(content)
+    path = _scenario(tmp_path, file_name, content)
     with pytest.raises(ConfigError, match=message) as err:
         make_from_config(path)
     assert str(err.value).startswith(f"{path}: ")  # the file, first
@@ -127,12 +137,13 @@ def _own_feeder_file(tmp_path, extra="", load="load.csv", feeder=None):
     shutil.copy(feeder or CASE33, tmp_path / "feeder.m")
     _csv(tmp_path / "load.csv", _day_rows(value=lambda i: 0.5 + 0.001 * i))
     _csv(tmp_path / "pv.csv", _day_rows(value=lambda i: 0.0), header="minute,pv")
-    path = tmp_path / "own.toml"
-    path.write_text(
+    path = _scenario(
+        tmp_path,
+        "own.toml",
         'env = "voltage33-v0"\n[params]\nfeeder = "feeder.m"\npv_buses = [18, 25, 33]\n'
         f'load_csv = {{ path = "{load}", column = "load", time_column = "minute", '
         "scale_mult = 2.0, scale_add = 0.1 }\n"
-        'pv_csv = { path = "pv.csv", column = "pv", time_column = "minute" }\n' + extra
+        'pv_csv = { path = "pv.csv", column = "pv", time_column = "minute" }\n' + extra,
     )
     return path
 
@@ -171,8 +182,7 @@ def _meshed_case(tmp_path):
     text = text.replace(
         "mpc.branch = [", "mpc.branch = [\n\t18\t33\t0.5\t0.5\t0\t0\t0\t0\t0\t0\t1\t-360\t360;", 1
     )
-    path = tmp_path / "meshed.m"
-    path.write_text(text)
+    path = _scenario(tmp_path, "meshed.m", text)
     return path
 
 
@@ -207,10 +217,11 @@ def test_malformed_own_feeder_or_profiles(tmp_path, case, change, message):
 
 
 def test_reward_section_sets_the_scalarisation(tmp_path):
-    path = tmp_path / "reward.toml"
-    path.write_text(
+    path = _scenario(
+        tmp_path,
+        "reward.toml",
         'env = "voltage33-v0"\n[reward]\nscalarisation = "weighted_sum"\n'
-        "weights = { reactive_power = 0.25 }\n"
+        "weights = { reactive_power = 0.25 }\n",
     )
     env, params = make_from_config(path)
     np.testing.assert_allclose(np.asarray(params.scalarisation.weights), [0.0, 0.25])
@@ -238,7 +249,22 @@ REWARD_MALFORMED = [
 
 @pytest.mark.parametrize("body, message", REWARD_MALFORMED)
 def test_malformed_reward_section(tmp_path, body, message):
-    path = tmp_path / "reward.toml"
-    path.write_text(f'env = "voltage33-v0"\n[reward]\n{body}\n')
+    path = _scenario(tmp_path, "reward.toml", f'env = "voltage33-v0"\n[reward]\n{body}\n')
     with pytest.raises(ConfigError, match=message):
         make_from_config(path)
+
+
+def test_reward_section_reaches_a_society_on_a_feeder(tmp_path):
+    path = _scenario(
+        tmp_path,
+        "society.toml",
+        'env = "smartgrid33-v0"\n[reward]\nweights = { equity = 1.0, comfort = 0.5 }\n',
+    )
+    env, params = make_from_config(path)
+    weights = dict(zip(env.objective_names, np.asarray(env.scalarisation(params).weights)))
+    assert weights == {
+        "adaptability_three": 0.0,
+        "equity": 1.0,
+        "over_consumption": 0.0,
+        "comfort": 0.5,
+    }

@@ -119,3 +119,14 @@ def test_spaces_validate_arguments():
         spaces.Dict({})
     with pytest.raises(ValueError, match="float dtype"):
         spaces.Box(0, 1, (2,), dtype=jnp.int32)
+
+
+def test_agent_space_is_one_agent_s_share():
+    box = spaces.Box(np.array([[0.0, -1.0], [0.0, -2.0]]), np.array([[1.0, 1.0], [3.0, 2.0]]))
+    second = spaces.agent_space(box, 1)
+    assert second.shape == (2,)
+    np.testing.assert_array_equal(second._bounds()[1], [3.0, 2.0])
+    choice = spaces.agent_space(spaces.MultiDiscrete([3, 5]), 1)
+    assert isinstance(choice, spaces.Discrete) and choice.n == 5
+    both = spaces.agent_space(spaces.Dict({"a": box, "b": spaces.MultiDiscrete([3, 5])}), 0)
+    assert both["a"].shape == (2,) and both["b"].n == 3

@@ -63,3 +63,28 @@ def test_episode_panels_and_cli(tmp_path):
     main(["render", "--env", "voltage33-v0", "--out", str(gif), "--steps", "6", "--frames", "3"])
     assert Image.open(png).size[0] > 300 and Image.open(panels).size[0] > 300
     assert Image.open(gif).n_frames == 3
+
+
+def test_rollout_with_states_gives_the_states_behind_the_observations():
+    env, params = jaxgrid.make("voltage33-v0")
+    policy = env.baselines(params)["droop"]
+    plain = jaxgrid.rollout(env, params, policy, KEY, 5)
+    traj, states = jaxgrid.rollout(env, params, policy, KEY, 5, with_states=True)
+    np.testing.assert_array_equal(traj.obs, plain.obs)  # the same run
+    for t in range(4):  # the state after step t is what step t + 1 observed
+        state = jax.tree_util.tree_map(lambda x, t=t: x[t], states)
+        np.testing.assert_allclose(env.observe(state, params), traj.obs[t + 1], rtol=1e-6)
+
+
+def test_render_leaves_the_matplotlib_backend_alone():
+    import matplotlib
+
+    before = matplotlib.get_backend()
+    matplotlib.use("svg")  # stands for a notebook's inline backend
+    try:
+        env, params = jaxgrid.make("smartgrid-v0")
+        _, state = env.reset(KEY, params)
+        env.render(state, params)
+        assert matplotlib.get_backend() == "svg"
+    finally:
+        matplotlib.use(before)

@@ -6,8 +6,7 @@ from jaxgrid.config.scenario import (
     load_scenario,
     make_from_config,
     params_model,
-    reward_weights,
-    scenario_kwargs,
+    run_fields,
     scenario_toml,
 )
 
@@ -17,7 +16,6 @@ __all__ = [
     "load_scenario",
     "make_from_config",
     "params_model",
-    "reward_weights",
-    "scenario_kwargs",
+    "run_fields",
     "scenario_toml",
 ]

@@ -256,67 +256,82 @@ def _beside(params: dict[str, Any], base: Path) -> dict[str, Any]:
     return out
 
 
-def scenario_kwargs(path: str | Path) -> tuple[str, dict[str, Any]]:
-    """``(env name, factory arguments)`` of a scenario file, its ``[episode]`` turned into
-    the factory's ``steps_per_day`` or ``horizon`` (``jaxgrid.make(name, **kwargs)``
-    builds it)."""
-    path = Path(path)
-    env_name, kwargs, episode, _ = load_scenario(path)
+def _episode_kwargs(path: Path, env_name: str, kwargs: dict, episode) -> dict[str, Any]:
+    """The factory arguments with ``[episode]`` turned into its ``steps_per_day`` or
+    ``horizon`` where it takes one."""
     factory_args = inspect.signature(_REGISTRY[env_name]).parameters
+    kwargs = dict(kwargs)
     if episode is not None and "steps_per_day" in factory_args:
         if not math.isclose(episode.duration_h, 24):
             _fail(path, ("episode", "duration_h"), f"{env_name} episodes last one day (24 h)")
         kwargs.setdefault("steps_per_day", episode.steps)
     if episode is not None and "horizon" in factory_args:
         kwargs.setdefault("horizon", episode.steps)
-    return env_name, kwargs
+    return kwargs
 
 
-def make_from_config(path: str | Path):
-    """Build ``(env, params)`` from a scenario file (see the module docstring)."""
-    path = Path(path)
-    env_name, kwargs = scenario_kwargs(path)
+def _build(path: Path):
+    """``(env, params, env name, factory arguments, reward)`` of a scenario file, every check
+    done; ``params`` without the ``[reward]`` section applied."""
+    env_name, kwargs, episode, reward = load_scenario(path)
+    kwargs = _episode_kwargs(path, env_name, kwargs, episode)
     try:
         env, params = make(env_name, **kwargs)
     except (ValueError, KeyError, TypeError) as err:
         raise ConfigError(f"{path}: params: {err}") from None
-    _, _, episode, reward = load_scenario(path)
     if episode is not None and env.horizon != episode.steps:
         _fail(
             path,
             ("episode",),
             f"{env_name} runs {env.horizon} steps per episode; [episode] gives {episode.steps}",
         )
-    if reward is not None:
-        params = _with_reward(path, env, params, reward)
-    return env, params
-
-
-def reward_weights(path: Path, env, reward: RewardSection) -> list[float]:
-    """``[reward] weights`` as one weight per objective of ``env`` (unnamed ones: 0)."""
-    for name in reward.weights:
-        if name not in env.objective_names:
-            _fail(path, ("reward", "weights", name),
+    if reward is not None and reward.weights is not None:
+        unknown = [n for n in reward.weights if n not in env.objective_names]
+        if unknown:
+            _fail(path, ("reward", "weights", unknown[0]),
                   f"not an objective of {env.name}; expected some of {list(env.objective_names)}")  # fmt: skip
-    return [reward.weights.get(name, 0.0) for name in env.objective_names]
+    return env, params, env_name, kwargs, reward
 
 
-def _with_reward(path: Path, env, params, reward: RewardSection):
-    """``params`` with the scalarisation of ``[reward]``."""
+def make_from_config(path: str | Path):
+    """Build ``(env, params)`` from a scenario file (see the module docstring)."""
+    env, params, _, _, reward = _build(Path(path))
+    if reward is None:
+        return env, params
     current = env.scalarisation(params)
-    method = reward.scalarisation or next(
-        name for name, code in METHODS.items() if code == int(current.method)
-    )
-    weights = None if reward.weights is None else reward_weights(path, env, reward)
-    if weights is None:
-        weights = np.asarray(current.weights)
+    method = reward.scalarisation or _method_name(current)
+    weights = np.asarray(current.weights) if reward.weights is None else _weights(env, reward)
     new = Scalarisation.create(len(env.objective_names), method, weights)
     new = jax.tree_util.tree_map(lambda n, c: jnp.asarray(n, jnp.asarray(c).dtype), new, current)
-    if hasattr(params, "scalarisation"):
-        return params.replace(scalarisation=new)
-    if hasattr(params, "society"):  # an environment wrapping another's params
-        return params.replace(society=params.society.replace(scalarisation=new))
-    _fail(path, ("reward",), f"{env.name} keeps its scalarisation elsewhere; set it in [params]")
+    return env, env.with_scalarisation(params, new)
+
+
+def run_fields(path: str | Path) -> dict[str, Any]:
+    """The :class:`~jaxgrid.train.run.RunConfig` fields of training on a scenario file:
+    ``env``, ``env_kwargs`` and, from ``[reward]``, one reward weighting (a run sweeps
+    weightings of the environment's own scalarisation method)."""
+    path = Path(path)
+    env, params, env_name, kwargs, reward = _build(path)
+    fields: dict[str, Any] = {"env": env_name, "env_kwargs": kwargs}
+    if reward is None:
+        return fields
+    method = _method_name(env.scalarisation(params))
+    if reward.scalarisation not in (None, method):
+        _fail(path, ("reward", "scalarisation"),
+              f"a training run keeps {env_name}'s method ({method!r}); build other methods with "
+              "jaxgrid.make_from_config")  # fmt: skip
+    if reward.weights is not None:
+        fields["weights"] = [_weights(env, reward)]
+    return fields
+
+
+def _method_name(scalarisation) -> str:
+    return next(name for name, code in METHODS.items() if code == int(scalarisation.method))
+
+
+def _weights(env, reward: RewardSection) -> list[float]:
+    """``[reward] weights`` as one weight per objective of ``env`` (unnamed ones: 0)."""
+    return [reward.weights.get(name, 0.0) for name in env.objective_names]
 
 
 def is_scenario_file(path: str | Path) -> bool:

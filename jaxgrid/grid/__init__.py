@@ -2,6 +2,7 @@
 
 - :class:`Feeder` and :func:`from_branch_table`, :func:`from_matpower`,
   :func:`from_pandapower` (and :func:`to_pandapower`);
+- :func:`load_feeder` (a bundled name, a MATPOWER or a pandapower file);
 - bundled cases :func:`case33bw`, :func:`case69`, :func:`case85`, :func:`case118zh`,
   :func:`case136ma`, :func:`case141`;
 - solvers :func:`lindistflow` (linear, lossless) and :func:`distflow` (nonlinear sweep),
@@ -23,6 +24,7 @@ from jaxgrid.grid.cases import (
     case136ma,
     case141,
     load_bundled,
+    load_feeder,
 )
 from jaxgrid.grid.distflow import distflow
 from jaxgrid.grid.feeder import Feeder, from_branch_table
@@ -50,6 +52,7 @@ __all__ = [
     "lindistflow",
     "load_bundled",
     "load_case",
+    "load_feeder",
     "to_pandapower",
     "voltage_angles",
     "voltage_violation_pu",

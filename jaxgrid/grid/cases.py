@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import functools
 from importlib import resources
+from pathlib import Path
 
 from jaxgrid.grid.feeder import Feeder
 from jaxgrid.grid.matpower import from_matpower
@@ -37,6 +38,28 @@ def load_bundled(name: str) -> Feeder:
         raise ValueError(f"unknown bundled case {name!r}; available: {list(CASES)}")
     with resources.as_file(resources.files("jaxgrid.grid") / "cases" / f"{name}.m") as path:
         return from_matpower(path)
+
+
+def load_feeder(source: str) -> Feeder:
+    """A radial feeder from a bundled case name (:data:`CASES`), a MATPOWER ``.m`` file or a
+    pandapower ``.json`` file (needs pandapower)."""
+    if source in CASES:
+        return load_bundled(source)
+    path = Path(source)
+    if path.suffix not in (".m", ".json"):
+        raise ValueError(
+            f"feeder {source!r}: expected a bundled case {list(CASES)}, a MATPOWER .m file or "
+            "a pandapower .json file"
+        )
+    if not path.is_file():
+        raise ValueError(f"feeder file {path} does not exist")
+    if path.suffix == ".m":
+        return from_matpower(path)
+    import pandapower
+
+    from jaxgrid.grid.pandapower_io import from_pandapower
+
+    return from_pandapower(pandapower.from_json(str(path)))
 
 
 def case33bw() -> Feeder:

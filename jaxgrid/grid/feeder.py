@@ -72,6 +72,21 @@ class Feeder:
     def n_branch(self) -> int:
         return self.r_pu.shape[-1]
 
+    def bus_index(self, bus_numbers) -> np.ndarray:
+        """``(k,)`` int32 indices of ``bus_numbers`` (the data's own numbers, ``bus_ids``);
+        each must be a bus of the feeder, and appear once."""
+        ids = [int(b) for b in np.asarray(self.bus_ids)]
+        index = {b: i for i, b in enumerate(ids)}
+        numbers = [int(b) for b in bus_numbers]
+        missing = [b for b in numbers if b not in index]
+        if missing:
+            raise ValueError(
+                f"buses {missing} are not in the feeder (its buses: {ids[0]}..{ids[-1]})"
+            )
+        if len(set(numbers)) != len(numbers):
+            raise ValueError(f"buses {numbers} repeat a bus")
+        return np.array([index[b] for b in numbers], np.int32)
+
     def __repr__(self) -> str:
         if np.ndim(self.parent) != 1:
             return f"Feeder(batch of {np.shape(self.parent)[:-1]}, n_bus={self.n_bus})"

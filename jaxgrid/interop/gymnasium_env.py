@@ -16,6 +16,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxgrid import spaces
 from jaxgrid.env import Environment
 from jaxgrid.interop.space_conversion import to_gymnasium
 from jaxgrid.wrappers.centralised import CentralisedWrapper
@@ -29,8 +30,10 @@ class GymnasiumEnv(gymnasium.Env):
     def __init__(self, env: Environment, params: Any = None):
         self.env = CentralisedWrapper(env)
         self.params = env.default_params() if params is None else params
-        self.observation_space = to_gymnasium(self.env.observation_space(self.params), (0,))
-        self.action_space = to_gymnasium(self.env.action_space(self.params), (0,))
+        self.observation_space = to_gymnasium(
+            spaces.agent_space(self.env.observation_space(self.params), 0)
+        )
+        self.action_space = to_gymnasium(spaces.agent_space(self.env.action_space(self.params), 0))
         self._action_shape = self.env.action_space(self.params).shape
         self._reset = jax.jit(self.env.reset_env)
         self._step = jax.jit(self.env.step_env)

@@ -18,21 +18,6 @@ from jaxgrid import spaces
 from jaxgrid.env import Environment
 
 
-def agent_space(space: spaces.Space, i: int) -> spaces.Space:
-    """Agent ``i``'s share of a stacked space (leading axis = agents)."""
-    if isinstance(space, spaces.Box):
-        low, high = space._bounds()
-        return spaces.Box(low[i], high[i], tuple(space.shape[1:]), space.dtype)
-    if isinstance(space, spaces.MultiDiscrete):
-        nvec = np.asarray(space.nvec)[i]
-        if nvec.ndim == 0:
-            return spaces.Discrete(int(nvec), dtype=space.dtype)
-        return spaces.MultiDiscrete(nvec, space.dtype)
-    if isinstance(space, spaces.Dict):
-        return spaces.Dict({k: agent_space(s, i) for k, s in space.spaces.items()})
-    raise TypeError(f"cannot split {space} by agent")
-
-
 class JaxMARLEnv:
     """JaxMARL-style view of ``env`` (see the module docstring)."""
 
@@ -43,8 +28,12 @@ class JaxMARLEnv:
         self.num_agents = env.num_agents
         obs_space = env.observation_space(self.default_params)
         act_space = env.action_space(self.default_params)
-        self.observation_spaces = {a: agent_space(obs_space, i) for i, a in enumerate(self.agents)}
-        self.action_spaces = {a: agent_space(act_space, i) for i, a in enumerate(self.agents)}
+        self.observation_spaces = {
+            a: spaces.agent_space(obs_space, i) for i, a in enumerate(self.agents)
+        }
+        self.action_spaces = {
+            a: spaces.agent_space(act_space, i) for i, a in enumerate(self.agents)
+        }
 
     def observation_space(self, agent: str) -> spaces.Space:
         """``agent``'s observation space."""

@@ -15,6 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 import pettingzoo
 
+from jaxgrid import spaces
 from jaxgrid.env import Environment
 from jaxgrid.interop.space_conversion import to_gymnasium
 
@@ -33,10 +34,12 @@ class PettingZooEnv(pettingzoo.ParallelEnv):
         obs_space = env.observation_space(self.params)
         act_space = env.action_space(self.params)
         self.observation_spaces = {
-            a: to_gymnasium(obs_space, (i,)) for i, a in enumerate(self.possible_agents)
+            a: to_gymnasium(spaces.agent_space(obs_space, i))
+            for i, a in enumerate(self.possible_agents)
         }
         self.action_spaces = {
-            a: to_gymnasium(act_space, (i,)) for i, a in enumerate(self.possible_agents)
+            a: to_gymnasium(spaces.agent_space(act_space, i))
+            for i, a in enumerate(self.possible_agents)
         }
         self._action_dtype = act_space.dtype
         self._reset = jax.jit(env.reset_env)

@@ -294,15 +294,13 @@ def format_table(report: dict) -> str:
 def plot_learning_curve(out, report: dict | None = None) -> Path:
     """``learning_curve.png``: mean episode return over seeds against environment steps,
     per scenario, with the range over seeds and the baselines' returns."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure
 
     out = Path(out)
     config = RunConfig.from_json(json.loads((out / "config.json").read_text()))
     rows = [r for r in read_metrics(out / "metrics.jsonl") if r["episodes"] > 0]
-    fig, ax = plt.subplots(figsize=(7, 4))
+    fig = Figure(figsize=(7, 4))
+    ax = fig.subplots()
     for s in range(len(config.weights or [None])):
         members = range(s * config.seeds, (s + 1) * config.seeds)
         steps = sorted({r["env_steps"] for r in rows if r["member"] in members})
@@ -329,5 +327,4 @@ def plot_learning_curve(out, report: dict | None = None) -> Path:
     fig.tight_layout()
     path = out / "learning_curve.png"
     fig.savefig(path, dpi=120)
-    plt.close(fig)
     return path

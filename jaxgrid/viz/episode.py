@@ -18,10 +18,7 @@ def _masked_mean(values, mask):
 def episode_figure(env, trajectory, v_band=(0.95, 1.05)):
     """A matplotlib figure of one environment's trajectory (leading axis = time): only the
     panels the environment has data for."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure
 
     info = {k: np.asarray(v) for k, v in trajectory.info.items() if hasattr(v, "shape")}
     t = np.arange(len(np.asarray(trajectory.reward)))
@@ -39,8 +36,8 @@ def episode_figure(env, trajectory, v_band=(0.95, 1.05)):
     panels.append("objectives")
     if env.cost_names:
         panels.append("costs")
-    fig, axes = plt.subplots(len(panels), 1, figsize=(9, 1.9 * len(panels) + 0.6), dpi=90,
-                             sharex=True, squeeze=False)  # fmt: skip
+    fig = Figure(figsize=(9, 1.9 * len(panels) + 0.6), dpi=90)
+    axes = fig.subplots(len(panels), 1, sharex=True, squeeze=False)
     for ax, panel in zip(axes[:, 0], panels):
         if panel == "voltage":
             vm = info["vm_pu"]

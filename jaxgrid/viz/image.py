@@ -8,13 +8,13 @@ import numpy as np
 
 
 def figure_to_rgb(fig) -> np.ndarray:
-    """``(height, width, 3)`` uint8 pixels of a matplotlib figure (then closed)."""
-    import matplotlib.pyplot as plt
+    """``(height, width, 3)`` uint8 pixels of a matplotlib figure, drawn off screen (no
+    pyplot: the user's backend, e.g. a notebook's inline one, is left alone)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
 
-    fig.canvas.draw()
-    rgb = np.asarray(fig.canvas.buffer_rgba())[..., :3].copy()
-    plt.close(fig)
-    return rgb
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    return np.asarray(canvas.buffer_rgba())[..., :3].copy()
 
 
 def save_frames(frames: list[np.ndarray], path: str | Path, fps: int = 4) -> Path:

@@ -50,16 +50,14 @@ def draw_feeder(ax, feeder, vm_pu=None, devices=None, v_band=(0.95, 1.05), title
 
 def render_state(env, state, params) -> np.ndarray:
     """``(height, width, 3)`` uint8 picture of ``state`` (see :meth:`Environment.render`)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure
 
     feeder = getattr(params, "feeder", None)
     vm_pu = getattr(state, "vm_pu", None)
     step = int(np.asarray(getattr(state, "time", 0)))
     if feeder is not None and vm_pu is not None:
-        fig, ax = plt.subplots(figsize=(9, 5.5), dpi=90)
+        fig = Figure(figsize=(9, 5.5), dpi=90)
+        ax = fig.subplots()
         band = (float(getattr(params, "v_lower", 0.95)), float(getattr(params, "v_upper", 1.05)))
         devices = env.device_buses(params) if hasattr(env, "device_buses") else {}
         buses = draw_feeder(ax, feeder, vm_pu, devices, band,
@@ -70,7 +68,8 @@ def render_state(env, state, params) -> np.ndarray:
         obs = np.asarray(obs["observation"] if isinstance(obs, dict) else obs)
         obs = obs.reshape(obs.shape[0], -1)
         fields = getattr(env, "observation_fields", None)
-        fig, ax = plt.subplots(figsize=(9, 1.5 + 0.22 * obs.shape[0]), dpi=90)
+        fig = Figure(figsize=(9, 1.5 + 0.22 * obs.shape[0]), dpi=90)
+        ax = fig.subplots()
         image = ax.imshow(obs, aspect="auto", cmap="viridis")
         ax.set_yticks(range(obs.shape[0]), env.agents, fontsize=7)
         if fields is not None and len(fields) == obs.shape[1]:

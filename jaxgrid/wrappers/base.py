@@ -54,6 +54,9 @@ class Wrapper(Environment):
     def scalarisation(self, params):
         return self.env.scalarisation(params)
 
+    def with_scalarisation(self, params, scalarisation):
+        return self.env.with_scalarisation(params, scalarisation)
+
     def baselines(self, params):
         return self.env.baselines(params)
 

@@ -53,32 +53,27 @@ class NormalizeObservation(Wrapper):
     def abort_values(self, state: NormalizeState, params):
         return self.env.abort_values(state.env_state, params)
 
-    def _wrap(self, state, moments_of, out):
+    def _wrap(self, state: NormalizeState, out):
+        """One environment's step outputs with its statistics updated by the step's own
+        observation (before any auto-reset) and the observations normalised."""
         obs, env_state, reward, terminated, truncated, info = out
         raw_step_obs = info.get("final_observation", obs)
-        moments = moments_of(state.moments, raw_step_obs)
+        moments = state.moments.update(raw_step_obs)
         info = dict(info)
         if "final_observation" in info:
-            info["final_observation"] = self._out_any(moments, raw_step_obs)
-        normalised = self._out_any(moments, obs)
+            info["final_observation"] = self._out(moments, raw_step_obs)
+        normalised = self._out(moments, obs)
         return normalised, NormalizeState(env_state, moments), reward, terminated, truncated, info
 
-    def _out_any(self, moments, obs):
-        if moments.count.ndim:  # a batch of environments
-            return jax.vmap(self._out)(moments, obs)
-        return self._out(moments, obs)
-
     def step_env(self, key, state: NormalizeState, action, params=None):
-        out = self.env.step_env(key, state.env_state, action, params)
-        return self._wrap(state, RunningStats.update, out)
+        return self._wrap(state, self.env.step_env(key, state.env_state, action, params))
 
     def step(self, key, state: NormalizeState, action, params=None):
-        out = self.env.step(key, state.env_state, action, params)
-        return self._wrap(state, RunningStats.update, out)
+        return self._wrap(state, self.env.step(key, state.env_state, action, params))
 
     def step_batch(self, keys, states: NormalizeState, actions, params=None):
         out = self.env.step_batch(keys, states.env_state, actions, params)
-        return self._wrap(states, jax.vmap(RunningStats.update), out)
+        return jax.vmap(self._wrap)(states, out)
 
     def transition(self, key, state, action, params):  # the wrapper overrides the steps
         raise NotImplementedError

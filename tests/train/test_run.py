@@ -130,3 +130,12 @@ def test_train_still_takes_a_json_run_config(tmp_path):
     run_config.write_text(json.dumps({"env": "arbitrage-v0", "algo": "ppo", "seeds": 3}))
     config = _run_config(build_parser().parse_args(["train", "--config", str(run_config)]))
     assert (config.env, config.seeds) == ("arbitrage-v0", 3)
+
+
+def test_train_keeps_the_environment_s_scalarisation_method(tmp_path):
+    from jaxgrid.cli import _run_config, build_parser
+
+    scenario = tmp_path / "min.toml"
+    scenario.write_text('env = "arbitrage-v0"\n[reward]\nscalarisation = "min"\n')
+    with pytest.raises(SystemExit, match=r"min\.toml: reward\.scalarisation: a training run keeps"):
+        _run_config(build_parser().parse_args(["train", "--config", str(scenario)]))

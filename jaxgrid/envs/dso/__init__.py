@@ -51,8 +51,7 @@ def make_dso(
     if window < 1:
         raise ValueError(f"window must be >= 1 step, got {window}")
     feeder = cases.case33bw().replace(vm_slack_pu=np.float64(vm_slack_pu))
-    bus_ids = np.asarray(feeder.bus_ids)
-    flex_bus = np.array([int(np.flatnonzero(bus_ids == b)[0]) for b, _ in FLEX_LOADS], np.int32)
+    flex_bus = feeder.bus_index([b for b, _ in FLEX_LOADS])
     caps = np.array([c for _, c in FLEX_LOADS])
     commercial = np.arange(feeder.n_bus) % 4 == 3
     params = DSOParams(

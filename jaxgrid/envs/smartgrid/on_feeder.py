@@ -84,6 +84,9 @@ class SmartGridOnFeeder(Environment):
     def scalarisation(self, params: FeederParams):
         return params.society.scalarisation
 
+    def with_scalarisation(self, params: FeederParams, scalarisation) -> FeederParams:
+        return params.replace(society=params.society.replace(scalarisation=scalarisation))
+
     def device_buses(self, params: FeederParams) -> dict:
         """Buses of the prosumer buildings, for pictures."""
         return {"prosumers (agent)": np.asarray(params.agent_bus)}

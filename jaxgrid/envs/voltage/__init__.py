@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import inspect
-from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -19,8 +18,6 @@ from jaxgrid.envs.voltage.env import VoltageControl
 from jaxgrid.envs.voltage.types import SOLVERS, VoltageParams, VoltageState
 from jaxgrid.envs.voltage.zones import spread_buses, voronoi_zones
 from jaxgrid.grid import cases
-from jaxgrid.grid.matpower import from_matpower
-from jaxgrid.grid.pandapower_io import from_pandapower
 from jaxgrid.registry import register
 from jaxgrid.rewards.abort import AbortConditions
 from jaxgrid.rewards.scalarise import Scalarisation
@@ -90,9 +87,9 @@ def make_voltage(
     if profiles not in ("simbench", "synthetic"):
         raise ValueError(f"unknown profiles {profiles!r}; expected 'simbench' or 'synthetic'")
     spec = SCENARIOS[scenario]
-    network = load_feeder(feeder or spec["case"])
+    network = cases.load_feeder(feeder or spec["case"])
     pv_bus = (
-        spread_buses(network, spec["n_pv"]) if pv_buses is None else bus_indices(network, pv_buses)
+        spread_buses(network, spec["n_pv"]) if pv_buses is None else device_buses(network, pv_buses)
     )
     n_pv = len(pv_bus)
     if (load_csv is None) != (pv_csv is None):
@@ -109,10 +106,9 @@ def make_voltage(
     if pv_p_max_mw is None:
         pv_p_max_mw = spec["pv_penetration"] * float(np.sum(network.p_load_mw)) / n_pv
     p_max = np.full(n_pv, float(pv_p_max_mw))
-    feeder = network
-    zone_buses, zone_mask = voronoi_zones(feeder, pv_bus)
+    zone_buses, zone_mask = voronoi_zones(network, pv_bus)
     params = VoltageParams(
-        feeder=feeder,
+        feeder=network,
         profiles=data,
         load_profile=commercial.astype(np.int32),  # column 0 households, 1 commerce
         load_scale=np.float32(spec["load_scale"] if load_scale is None else load_scale),
@@ -140,38 +136,12 @@ def make_voltage(
     return env, params
 
 
-def load_feeder(source: str):
-    """A radial feeder from a bundled case name, a MATPOWER ``.m`` or a pandapower ``.json``."""
-    if source in cases.CASES:
-        return cases.load_bundled(source)
-    path = Path(source)
-    if path.suffix not in (".m", ".json"):
-        raise ValueError(
-            f"feeder {source!r}: expected a bundled case {list(cases.CASES)}, a MATPOWER .m "
-            "file or a pandapower .json file"
-        )
-    if not path.is_file():
-        raise ValueError(f"feeder file {path} does not exist")
-    if path.suffix == ".m":
-        return from_matpower(path)
-    import pandapower
-
-    return from_pandapower(pandapower.from_json(str(path)))
-
-
-def bus_indices(feeder, bus_numbers) -> np.ndarray:
-    """Indices of ``bus_numbers`` (the feeder data's own numbers); each must exist, once,
-    and not be the substation."""
-    ids = [int(b) for b in np.asarray(feeder.bus_ids)]
-    index = {b: i for i, b in enumerate(ids)}
-    missing = [b for b in bus_numbers if b not in index]
-    if missing:
-        raise ValueError(f"buses {missing} are not in the feeder (its buses: {ids[0]}..{ids[-1]})")
-    if len(set(bus_numbers)) != len(bus_numbers):
-        raise ValueError(f"buses {list(bus_numbers)} repeat a bus")
-    at = np.array([index[b] for b in bus_numbers], np.int32)
+def device_buses(feeder, bus_numbers) -> np.ndarray:
+    """Indices of the devices' buses (the feeder data's numbers); never the substation."""
+    at = feeder.bus_index(bus_numbers)
     if np.any(at == int(feeder.slack)):
-        raise ValueError(f"bus {ids[int(feeder.slack)]} is the substation; devices go elsewhere")
+        slack = int(np.asarray(feeder.bus_ids)[int(feeder.slack)])
+        raise ValueError(f"bus {slack} is the substation; devices go elsewhere")
     return at
 
 
