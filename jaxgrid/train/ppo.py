@@ -375,8 +375,8 @@ def make_train(
     # -- 4. train ------------------------------------------------------------------------
 
     def run_updates(runner: Runner, env_params=default_params, count=n_updates, first=0):
-        """``count`` update steps; every ``log_every``-th (counting from update ``first``, a
-        Python int) sends its metrics to ``log`` through a host callback."""
+        """``count`` update steps; every ``log_every``-th (counting from update ``first``, an
+        int or a traced scalar) sends its metrics to ``log`` through a host callback."""
 
         def step(carry, _):
             runner, done = carry  # ``done`` stays unbatched under vmap, so the cond stays a cond
@@ -390,7 +390,9 @@ def make_train(
                 )
             return (runner, done + 1), metrics
 
-        (runner, _), metrics = jax.lax.scan(step, (runner, jnp.int32(first)), None, count)
+        (runner, _), metrics = jax.lax.scan(
+            step, (runner, jnp.asarray(first, jnp.int32)), None, count
+        )
         return runner, metrics
 
     def train(key, env_params=default_params, member=0):

@@ -112,7 +112,7 @@ class Run:
     def __init__(self, config: RunConfig, log=None):
         self.config = config
         self.env, params = jaxgrid.make(config.env, **config.env_kwargs)
-        scenarios = with_weights(params, config.weights) if config.weights else [params]
+        scenarios = with_weights(self.env, params, config.weights) if config.weights else [params]
         self.ppo = config.ppo_config()
         self.fns = ALGOS[config.algo](self.ppo, self.env, params, log=log)
         self.sweep = Sweep(self.fns, config.seeds, scenarios)

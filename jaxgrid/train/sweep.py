@@ -30,9 +30,10 @@ def stack(trees: Sequence[Any]) -> Any:
     return jax.tree_util.tree_map(lambda *xs: jnp.stack([jnp.asarray(x) for x in xs]), *trees)
 
 
-def with_weights(params: Any, weightings: Sequence[Sequence[float]]) -> list[Any]:
-    """One copy of ``params`` per row of ``weightings`` (the scalarisation weights)."""
-    sc = params.scalarisation
+def with_weights(env: Any, params: Any, weightings: Sequence[Sequence[float]]) -> list[Any]:
+    """One copy of ``params`` per row of ``weightings`` (the weights of ``env``'s
+    scalarisation, wherever the environment keeps it)."""
+    sc = env.scalarisation(params)
     n = np.shape(sc.weights)[-1]
     out = []
     for w in weightings:
@@ -41,13 +42,8 @@ def with_weights(params: Any, weightings: Sequence[Sequence[float]]) -> list[Any
             raise ValueError(f"a reward weighting needs {n} weights, got {w.tolist()}")
         if not np.all(np.isfinite(w)):
             raise ValueError(f"reward weights must be finite, got {w.tolist()}")
-        out.append(
-            params.replace(
-                scalarisation=sc.replace(
-                    weights=jnp.asarray(w, jax.dtypes.canonicalize_dtype(sc.weights.dtype))
-                )
-            )
-        )
+        weights = jnp.asarray(w, jax.dtypes.canonicalize_dtype(sc.weights.dtype))
+        out.append(env.with_scalarisation(params, sc.replace(weights=weights)))
     return out
 
 
@@ -61,7 +57,8 @@ class Sweep:
         self.scenarios = list(scenarios) if scenarios else [fns.env.default_params()]
         self.params = stack(self.scenarios)  # leaves (scenarios, ...)
         self.members = len(self.scenarios) * seeds
-        self.run_updates = jax.jit(self._run_updates, static_argnums=(1, 2), donate_argnums=0)
+        # ``first`` is traced: resuming or checkpointing in chunks reuses one program per chunk size
+        self.run_updates = jax.jit(self._run_updates, static_argnums=1, donate_argnums=0)
         self.init = jax.jit(self._init)
 
     def _init(self, key):
@@ -77,7 +74,7 @@ class Sweep:
 
         return jax.vmap(scenario)(self.params, jnp.arange(len(self.scenarios)))
 
-    def _run_updates(self, runners, count: int, first: int = 0):
+    def _run_updates(self, runners, count: int, first=0):
         if self.members == 1:  # no vmap: the rollout's conds stay conds
             runner = jax.tree_util.tree_map(lambda x: x[0, 0], runners)
             return _add_axes(self.fns.run_updates(runner, self.scenarios[0], count, first))

@@ -39,8 +39,9 @@ def test_interrupted_run_resumes_to_the_uninterrupted_result(tmp_path, capsys):
     assert sorted(p.name for p in (whole / "checkpoints").iterdir())[-1] == "6"
     assert "| oracle |" in printed and "score" in printed
 
-    # stopped after 3 updates: checkpoints at 2 and 3; the rerun resumes from 3
-    assert train_run(_config(), parts, progress=False, stop_after=3) is None
+    # stopped after 4 updates (checkpoints at 2 and 4); the rerun resumes from 4
+    assert train_run(_config(), parts, progress=False, stop_after=4) is None
+    assert sorted(p.name for p in (parts / "checkpoints").iterdir()) == ["2", "4"]
     assert not (parts / "eval.json").exists()
     assert main([*TINY, "--out", str(parts)]) == 0
 

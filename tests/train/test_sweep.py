@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 from toy_envs import Tanks
 
+import jaxgrid
 from jaxgrid.train import ppo
 from jaxgrid.train.sweep import Sweep, with_weights
 
@@ -16,7 +17,7 @@ def test_each_sweep_member_equals_its_own_training():
     params = env.default_params()
     fns = ppo.make_train(ppo.PPOConfig(total_steps=3 * 8 * 8, num_envs=8, num_steps=8), env)
     weightings = [[1.0, 0.0], [0.2, 0.8]]
-    scenarios = with_weights(params, weightings)
+    scenarios = with_weights(env, params, weightings)
     sweep = Sweep(fns, seeds=2, scenarios=scenarios)
     runners, metrics = sweep.train(KEY)
     assert metrics["episode_return"].shape == (2, 2, 3)  # scenarios, seeds, updates
@@ -45,6 +46,26 @@ def test_each_sweep_member_equals_its_own_training():
 def test_bad_weightings_are_refused():
     env = Tanks()
     with pytest.raises(ValueError, match="needs 2 weights"):
-        with_weights(env.default_params(), [[1.0, 0.0, 0.0]])
+        with_weights(env, env.default_params(), [[1.0, 0.0, 0.0]])
     with pytest.raises(ValueError, match="finite"):
-        with_weights(env.default_params(), [[1.0, float("nan")]])
+        with_weights(env, env.default_params(), [[1.0, float("nan")]])
+
+
+def test_weightings_go_where_the_environment_keeps_its_scalarisation():
+    env, params = jaxgrid.make("smartgrid33-v0")  # the society's params hold it
+    n = len(env.objective_names)
+    weights = np.eye(n)[0] * 0.5 + 0.5 / n
+    (scenario,) = with_weights(env, params, [weights])
+    np.testing.assert_allclose(scenario.society.scalarisation.weights, weights, rtol=1e-6)
+    assert not hasattr(scenario, "scalarisation")
+
+
+def test_chunks_of_one_size_share_one_compiled_program():
+    """Checkpointing every K updates (and resuming from any update) must not recompile."""
+    env = Tanks()
+    fns = ppo.make_train(ppo.PPOConfig(total_steps=4 * 8 * 8, num_envs=8, num_steps=8), env)
+    sweep = Sweep(fns, seeds=2)
+    runners = sweep.init(KEY)
+    for first in (0, 1, 2):
+        runners, _ = sweep.run_updates(runners, 1, first)
+    assert sweep.run_updates._cache_size() == 1
