@@ -79,7 +79,8 @@ class Environment(abc.ABC, Generic[TState, TParams]):
     """Base class of all jaxgrid environments (see the module docstring for the contract).
 
     Subclasses set ``agents``, ``agent_types``, ``objective_names``, ``cost_names`` and
-    ``horizon`` (steps per episode) and implement the abstract methods. Their params
+    ``horizon`` (steps per episode), name their action entries (``action_names``) and
+    observation entries (:meth:`observation_names`) and implement the abstract methods. Their params
     carry a :class:`jaxgrid.rewards.Scalarisation`, in a ``scalarisation`` field unless
     :meth:`scalarisation` says otherwise.
     """
@@ -90,6 +91,13 @@ class Environment(abc.ABC, Generic[TState, TParams]):
     cost_names: tuple[str, ...]
     horizon: int
     abort_names: tuple[str, ...] = ()
+    action_names: tuple[str, ...] | None = None  # names of an agent's action entries
+
+    def observation_names(self, params: TParams) -> tuple[str, ...]:
+        """Names of an agent's observation entries (the last axis of the stacked
+        observation, or of its ``"observation"`` entry), so that scenario files and exports
+        can name them."""
+        raise NotImplementedError(f"{self.name} does not name its observation entries")
 
     @property
     def num_agents(self) -> int:

@@ -10,7 +10,8 @@ Columns, for a trajectory of one environment (leading axis = time):
 - every other array in ``info``: a scalar per step as ``name``, one value per agent as
   ``name[agent]``, any other vector as ``name[i]`` (e.g. ``vm_pu[17]``, bus 17), and a
   per-agent matrix as ``name[agent][j]``;
-- with ``observations=True``, ``obs[agent][j]``.
+- with ``observations=True``, ``obs[agent][name]`` (the environment's
+  ``observation_names``; ``obs[agent][j]`` where it does not name them).
 """
 
 from __future__ import annotations
@@ -27,9 +28,10 @@ _SKIPPED_INFO = {"reward_vector", "objective_mask", "costs", "final_observation"
 
 
 def trajectory_columns(
-    env: Environment, trajectory: Trajectory, observations: bool = False
+    env: Environment, trajectory: Trajectory, observations: bool = False, params=None
 ) -> dict[str, np.ndarray]:
-    """The columns of ``trajectory`` (see the module docstring), each ``(steps,)``."""
+    """The columns of ``trajectory`` (see the module docstring), each ``(steps,)``;
+    ``params`` (default: the environment's) name the observation entries."""
     reward = np.asarray(trajectory.reward)
     if reward.ndim != 2:
         raise ValueError(
@@ -68,7 +70,11 @@ def trajectory_columns(
         elif value.ndim == 3 and value.shape[1] == len(agents):
             columns |= _per_agent(key, value, agents)
     if observations and not isinstance(trajectory.obs, dict):
-        columns |= _per_agent("obs", np.asarray(trajectory.obs), agents)
+        try:
+            names = env.observation_names(env.default_params() if params is None else params)
+        except NotImplementedError:
+            names = None
+        columns |= _per_agent("obs", np.asarray(trajectory.obs), agents, names)
     return columns
 
 
@@ -87,12 +93,16 @@ def _per_agent(name, values, agents, component_names=None) -> dict[str, np.ndarr
 
 
 def export_trajectory(
-    env: Environment, trajectory: Trajectory, path: str | Path, observations: bool = False
+    env: Environment,
+    trajectory: Trajectory,
+    path: str | Path,
+    observations: bool = False,
+    params=None,
 ) -> Path:
     """Write :func:`trajectory_columns` to ``path``: CSV (``.csv``) or Parquet (``.parquet``,
     needs ``pyarrow``). Returns the path."""
     path = Path(path)
-    columns = trajectory_columns(env, trajectory, observations)
+    columns = trajectory_columns(env, trajectory, observations, params)
     if path.suffix == ".csv":
         with path.open("w", newline="") as f:
             writer = csv.writer(f)

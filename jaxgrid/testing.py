@@ -2,7 +2,8 @@
 
 It checks the environment contract (``jaxgrid.env``) end to end:
 
-1. metadata and output structure: agent names, reward/objective/cost shapes, info keys,
+1. metadata and output structure: agent names, action and observation entry names,
+   reward/objective/cost shapes, info keys,
    ``world_state``, state shapes and dtypes that never change;
 2. jitted ``reset``/``step`` trace once (``chex.assert_max_traces``);
 3. the same key gives a bit-identical trajectory, and two fresh traces give the same
@@ -122,6 +123,28 @@ def _check_metadata(env, params, fail) -> None:
         leading = [s.shape[:1] for s in _leaf_spaces(space)]
         if any(shape != (n,) for shape in leading):
             fail(f"every {name} space must have the agent axis ({n}) first, got {space}")
+    _check_entry_names(env, params, fail)
+
+
+def _check_entry_names(env, params, fail) -> None:
+    """Where the environment names its action and observation entries, one distinct
+    name per entry of the last axis."""
+    try:
+        observation_names = env.observation_names(params)
+    except NotImplementedError:
+        observation_names = None
+    observation = env.observation_space(params)
+    if isinstance(observation, spaces.Dict):
+        observation = observation["observation"]
+    for what, names, space in (
+        ("action_names", env.action_names, env.action_space(params)),
+        ("observation_names", observation_names, observation),
+    ):
+        if names is None or isinstance(space, spaces.Dict):
+            continue
+        width = space.shape[-1] if len(space.shape) > 1 else 1
+        if len(names) != width or len(set(names)) != len(names):
+            fail(f"{what} must name the {width} entries once each, got {names}")
 
 
 def _leaf_spaces(space):

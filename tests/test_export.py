@@ -26,7 +26,7 @@ def test_columns_name_every_variable_per_agent_and_bus():
     cols = jaxgrid.trajectory_columns(env, traj)
     agent = env.agents[4]
     np.testing.assert_array_equal(
-        cols[f"action[{agent}][0]"], np.full(100, (4 - 2.5) / 3, np.float32)
+        cols[f"action[{agent}][q_share]"], np.full(100, (4 - 2.5) / 3, np.float32)
     )
     np.testing.assert_array_equal(cols["vm_pu[17]"], np.asarray(traj.info["vm_pu"])[:, 17])
     np.testing.assert_array_equal(cols[f"q_mvar[{agent}]"], np.asarray(traj.info["q_mvar"])[:, 4])
@@ -62,6 +62,11 @@ def test_named_action_components_and_clear_errors(tmp_path):
     cols = jaxgrid.trajectory_columns(env, traj)
     assert "action[School1][buy_energy]" in cols and "payoff[Household3]" in cols
     assert "available_energy" in cols
+    observed = jaxgrid.trajectory_columns(env, traj, observations=True)
+    np.testing.assert_array_equal(  # named by the environment: the global hour of the day
+        observed["obs[School1][hour]"],
+        np.asarray(traj.obs)[:, 25, env.observation_names(params).index("hour")],
+    )
     batched = jax.vmap(
         lambda k: jaxgrid.rollout(env, params, lambda k, o: jnp.zeros((26, 6)), k, 2)
     )(jax.random.split(KEY, 2))

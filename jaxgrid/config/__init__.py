@@ -2,6 +2,8 @@
 
 from jaxgrid.config.scenario import (
     ConfigError,
+    Scenario,
+    declared,
     is_scenario_file,
     load_scenario,
     make_from_config,
@@ -12,6 +14,8 @@ from jaxgrid.config.scenario import (
 
 __all__ = [
     "ConfigError",
+    "Scenario",
+    "declared",
     "is_scenario_file",
     "load_scenario",
     "make_from_config",

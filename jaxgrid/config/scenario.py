@@ -16,15 +16,33 @@
     scalarisation = "weighted_sum"    # weighted_sum, min, product or single
     weights = { voltage = 1.0, reactive_power = 0.02 }   # by objective; others weigh 0
 
+    [[observations]]                  # optional: what agents see (ETA Ctrl style)
+    name = "vm_pu"                    # an entry of env.observation_names(params)
+    scale_add = -1.0                  # agents see (value + scale_add) * scale_mult,
+    scale_mult = 20.0                 # clipped to [low, high]
+    low = -2.0
+    high = 2.0
+
+    [[observations]]
+    name = "zone_vm_pu[*]"            # * matches any text
+
+    [[actions]]                       # optional: what agents control; once one is
+    name = "q_share"                  # declared, every env.action_names entry must be,
+    low = -0.5                        # with bounds (agent units) or fixed = value
+    high = 0.5
+
 The ``[params]`` table is validated against the factory's signature (pydantic): unknown
 keys, wrong types, NaN or infinite numbers and values outside the range of well-known
 arguments (capacities, efficiencies, counts, weights, bounds) are errors; so are the
 factory's own refusals (an unknown scenario, objective or abort variable). Every error is
 one :class:`ConfigError` naming the file, the key path and what was expected.
+``[[observations]]`` and ``[[actions]]`` wrap the environment in
+:class:`~jaxgrid.wrappers.declared.DeclaredSpaces`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import math
 from pathlib import Path
@@ -38,6 +56,7 @@ from pydantic import ConfigDict, Field, StrictBool, StrictFloat, StrictInt, Stri
 
 from jaxgrid.registry import _REGISTRY, list_envs, make
 from jaxgrid.rewards.scalarise import METHODS, Scalarisation
+from jaxgrid.wrappers.declared import ActionEntry, DeclaredSpaces, ObservationEntry
 
 # value ranges of arguments that mean the same in every family
 POSITIVE = {
@@ -50,7 +69,7 @@ NON_NEGATIVE = {
 }  # fmt: skip
 FRACTIONS = {"efficiency": (0.0, 1.0), "initial_soc": (None, 1.0)}  # (0, 1] and [0, 1]
 ORDERED_PAIRS = {"soc_bounds", "v_band", "energy_bounds"}
-SECTIONS = {"env", "episode", "params", "reward"}
+SECTIONS = {"env", "episode", "params", "reward", "observations", "actions"}
 STRICT = {float: StrictFloat, int: StrictInt, str: StrictStr, bool: StrictBool}
 TYPE_NAMES = {"tuple", "dict", "float", "int", "str", "bool", "None"}
 
@@ -87,6 +106,60 @@ class RewardSection(pydantic.BaseModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
     scalarisation: Literal["weighted_sum", "min", "product", "single"] | None = None
     weights: dict[StrictStr, Annotated[StrictFloat, Field(ge=0)]] | None = None
+
+
+Number = Annotated[StrictFloat, Field(allow_inf_nan=False)]
+
+
+class ObservationDeclaration(pydantic.BaseModel):
+    """One ``[[observations]]`` entry."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    name: StrictStr
+    low: Number | None = None
+    high: Number | None = None
+    scale_add: Number = 0.0
+    scale_mult: Number = 1.0
+
+
+class ActionDeclaration(ObservationDeclaration):
+    """One ``[[actions]]`` entry."""
+
+    fixed: Number | None = None
+
+
+class Declarations(pydantic.BaseModel):
+    """The ``[[observations]]`` and ``[[actions]]`` arrays of tables."""
+
+    model_config = ConfigDict(extra="forbid")
+    observations: list[ObservationDeclaration] = []
+    actions: list[ActionDeclaration] = []
+
+
+@dataclasses.dataclass(frozen=True)
+class Scenario:
+    """A validated scenario file: the environment's name, its factory's arguments, the
+    optional sections (``None`` or empty where left out)."""
+
+    env: str
+    params: dict[str, Any]
+    episode: EpisodeSection | None
+    reward: RewardSection | None
+    observations: list[dict[str, Any]]
+    actions: list[dict[str, Any]]
+
+
+def declared(env, params, observations: list[dict], actions: list[dict]):
+    """``env`` wrapped in :class:`DeclaredSpaces` when observations or actions are declared
+    (entries as dicts of :class:`ObservationEntry` / :class:`ActionEntry` fields)."""
+    if not observations and not actions:
+        return env
+    return DeclaredSpaces(
+        env,
+        [ObservationEntry(**entry) for entry in observations],
+        [ActionEntry(**entry) for entry in actions],
+        params,
+    )
 
 
 def _strict(annotation):
@@ -202,15 +275,14 @@ def _section(path: Path, data: dict, name: str, model: type[pydantic.BaseModel])
         _fail(path, (name, *first["loc"]), message)
 
 
-def load_scenario(
-    path: str | Path,
-) -> tuple[str, dict[str, Any], EpisodeSection | None, RewardSection | None]:
-    """``(env name, factory arguments, episode, reward)`` of a validated scenario file."""
+def load_scenario(path: str | Path) -> Scenario:
+    """The validated :class:`Scenario` of a scenario file."""
     path = Path(path)
     data = _read(path)
     unknown = sorted(set(data) - SECTIONS)
     if unknown:
-        _fail(path, (unknown[0],), "unknown key; expected env, episode, params and reward")
+        _fail(path, (unknown[0],),
+              f"unknown key; expected some of {sorted(SECTIONS)}")  # fmt: skip
     if "env" not in data:
         _fail(path, ("env",), "missing; expected the name of a registered environment")
     env_name = data["env"]
@@ -218,6 +290,7 @@ def load_scenario(
         _fail(path, ("env",), f"expected one of {list_envs()}, got {env_name!r}")
     episode = _section(path, data, "episode", EpisodeSection)
     reward = _section(path, data, "reward", RewardSection)
+    declarations = _declarations(path, data)
     raw = data.get("params", {})
     if not isinstance(raw, dict):
         _fail(path, ("params",), f"expected a table of {env_name}'s arguments")
@@ -236,7 +309,35 @@ def load_scenario(
     given = {k: getattr(params, k) for k in raw}
     for loc, message in _check_pairs(given):
         _fail(path, ("params", *loc), message)
-    return env_name, _beside(given, path.parent), episode, reward
+    return Scenario(
+        env_name,
+        _beside(given, path.parent),
+        episode,
+        reward,
+        [d.model_dump() for d in declarations.observations],
+        [d.model_dump() for d in declarations.actions],
+    )
+
+
+def _declarations(path: Path, data: dict) -> Declarations:
+    """``[[observations]]`` and ``[[actions]]``, each entry's fields checked (names are
+    checked against the environment once it is built)."""
+    tables = {k: data[k] for k in ("observations", "actions") if k in data}
+    try:
+        return Declarations.model_validate(tables)
+    except pydantic.ValidationError as err:
+        first = err.errors()[0]
+        if len(first["loc"]) == 1:
+            kind = first["loc"][0]
+            _fail(path, (kind,), f"expected an array of tables ([[{kind}]] entries)")
+        kind, index, *rest = first["loc"]
+        message = first["msg"]
+        if first["type"] == "extra_forbidden":
+            fields = ActionDeclaration if kind == "actions" else ObservationDeclaration
+            message = f"unknown key; expected some of {list(fields.model_fields)}"
+        elif first["type"] != "value_error":
+            message += f" (got {first['input']!r})"
+        _fail(path, (f"{kind}[{index}]", *rest), message)
 
 
 def _beside(params: dict[str, Any], base: Path) -> dict[str, Any]:
@@ -273,8 +374,9 @@ def _episode_kwargs(path: Path, env_name: str, kwargs: dict, episode) -> dict[st
 def _build(path: Path):
     """``(env, params, env name, factory arguments, reward)`` of a scenario file, every check
     done; ``params`` without the ``[reward]`` section applied."""
-    env_name, kwargs, episode, reward = load_scenario(path)
-    kwargs = _episode_kwargs(path, env_name, kwargs, episode)
+    scenario = load_scenario(path)
+    env_name, episode, reward = scenario.env, scenario.episode, scenario.reward
+    kwargs = _episode_kwargs(path, env_name, scenario.params, episode)
     try:
         env, params = make(env_name, **kwargs)
     except (ValueError, KeyError, TypeError) as err:
@@ -290,12 +392,17 @@ def _build(path: Path):
         if unknown:
             _fail(path, ("reward", "weights", unknown[0]),
                   f"not an objective of {env.name}; expected some of {list(env.objective_names)}")  # fmt: skip
-    return env, params, env_name, kwargs, reward
+    try:
+        env = declared(env, params, scenario.observations, scenario.actions)
+    except ValueError as err:
+        raise ConfigError(f"{path}: {err}") from None
+    return env, params, scenario, kwargs
 
 
 def make_from_config(path: str | Path):
     """Build ``(env, params)`` from a scenario file (see the module docstring)."""
-    env, params, _, _, reward = _build(Path(path))
+    env, params, scenario, _ = _build(Path(path))
+    reward = scenario.reward
     if reward is None:
         return env, params
     current = env.scalarisation(params)
@@ -308,11 +415,17 @@ def make_from_config(path: str | Path):
 
 def run_fields(path: str | Path) -> dict[str, Any]:
     """The :class:`~jaxgrid.train.run.RunConfig` fields of training on a scenario file:
-    ``env``, ``env_kwargs`` and, from ``[reward]``, one reward weighting (a run sweeps
-    weightings of the environment's own scalarisation method)."""
+    ``env``, ``env_kwargs``, the declared ``observations`` and ``actions`` and, from
+    ``[reward]``, one reward weighting (a run sweeps weightings of the environment's own
+    scalarisation method)."""
     path = Path(path)
-    env, params, env_name, kwargs, reward = _build(path)
+    env, params, scenario, kwargs = _build(path)
+    env_name, reward = scenario.env, scenario.reward
     fields: dict[str, Any] = {"env": env_name, "env_kwargs": kwargs}
+    if scenario.observations:
+        fields["observations"] = scenario.observations
+    if scenario.actions:
+        fields["actions"] = scenario.actions
     if reward is None:
         return fields
     method = _method_name(env.scalarisation(params))
@@ -335,8 +448,8 @@ def _weights(env, reward: RewardSection) -> list[float]:
 
 
 def is_scenario_file(path: str | Path) -> bool:
-    """Whether ``path`` holds a scenario (an ``env`` name and at most ``episode``,
-    ``params`` and ``reward`` tables) rather than a training run's config (JSON, or TOML
+    """Whether ``path`` holds a scenario (an ``env`` name and at most the scenario
+    sections) rather than a training run's config (JSON, or TOML
     with the run's fields)."""
     path = Path(path)
     if path.suffix not in (".toml", ".yaml", ".yml"):

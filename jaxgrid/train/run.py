@@ -28,6 +28,7 @@ import jax
 import numpy as np
 
 import jaxgrid
+from jaxgrid.config import declared
 from jaxgrid.train import ippo, ppo
 from jaxgrid.train.checkpoint import Checkpoints
 from jaxgrid.train.defaults import defaults
@@ -59,6 +60,8 @@ class RunConfig:
         ppo: :class:`~jaxgrid.train.ppo.PPOConfig` fields (tuned defaults, then these).
         checkpoint_every: updates between checkpoints (0: only at the end).
         eval_episodes: held-out episodes per member and per baseline.
+        observations, actions: declared observations and actions (scenario files'
+            ``[[observations]]`` / ``[[actions]]`` entries); empty: the environment's own.
     """
 
     env: str
@@ -70,6 +73,8 @@ class RunConfig:
     ppo: dict = dataclasses.field(default_factory=dict)
     checkpoint_every: int = 0
     eval_episodes: int = 32
+    observations: list = dataclasses.field(default_factory=list)
+    actions: list = dataclasses.field(default_factory=list)
 
     def __post_init__(self):
         if self.algo not in ALGOS:
@@ -87,6 +92,12 @@ class RunConfig:
         if "log_every" not in self.ppo:  # about 200 points per learning curve
             self.ppo["log_every"] = max(1, self.ppo_config().num_updates // 200)
         self.ppo_config()  # validate now, not after compiling
+
+    def make_env(self):
+        """``(env, params)`` of the run: the registered environment with ``env_kwargs``,
+        wrapped in its declared observations and actions."""
+        env, params = jaxgrid.make(self.env, **self.env_kwargs)
+        return declared(env, params, self.observations, self.actions), params
 
     def ppo_config(self) -> ppo.PPOConfig:
         """The resolved :class:`~jaxgrid.train.ppo.PPOConfig` (tuned defaults, then ours)."""
@@ -111,7 +122,7 @@ class Run:
 
     def __init__(self, config: RunConfig, log=None):
         self.config = config
-        self.env, params = jaxgrid.make(config.env, **config.env_kwargs)
+        self.env, params = config.make_env()
         scenarios = with_weights(self.env, params, config.weights) if config.weights else [params]
         self.ppo = config.ppo_config()
         self.fns = ALGOS[config.algo](self.ppo, self.env, params, log=log)
@@ -148,7 +159,7 @@ def train_run(
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     _write_config(config, out)
-    env, _ = jaxgrid.make(config.env, **config.env_kwargs)
+    env, _ = config.make_env()
     n_updates = config.ppo_config().num_updates
     members = config.seeds * len(config.weights or [None])
     logger = MetricsLogger(

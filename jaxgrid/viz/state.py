@@ -67,7 +67,10 @@ def render_state(env, state, params) -> np.ndarray:
         obs = env.observe(state, params)
         obs = np.asarray(obs["observation"] if isinstance(obs, dict) else obs)
         obs = obs.reshape(obs.shape[0], -1)
-        fields = getattr(env, "observation_fields", None)
+        try:
+            fields = env.observation_names(params)
+        except NotImplementedError:
+            fields = None
         fig = Figure(figsize=(9, 1.5 + 0.22 * obs.shape[0]), dpi=90)
         ax = fig.subplots()
         image = ax.imshow(obs, aspect="auto", cmap="viridis")

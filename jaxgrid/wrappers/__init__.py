@@ -1,20 +1,24 @@
 """Wrappers: episode logging, a centralised single-agent view, observation normalisation
-and flattening, a fixed reward scalarisation."""
+and flattening, a fixed reward scalarisation, declared observations and actions."""
 
 from jaxgrid.wrappers.base import Wrapper
 from jaxgrid.wrappers.centralised import CentralisedWrapper
+from jaxgrid.wrappers.declared import ActionEntry, DeclaredSpaces, ObservationEntry
 from jaxgrid.wrappers.flatten import FlattenObservation
 from jaxgrid.wrappers.log import LogState, LogWrapper
 from jaxgrid.wrappers.normalize import NormalizeObservation, NormalizeState
 from jaxgrid.wrappers.scalarise import ScalariseReward
 
 __all__ = [
+    "ActionEntry",
     "CentralisedWrapper",
+    "DeclaredSpaces",
     "FlattenObservation",
     "LogState",
     "LogWrapper",
     "NormalizeObservation",
     "NormalizeState",
+    "ObservationEntry",
     "ScalariseReward",
     "Wrapper",
 ]

@@ -7,7 +7,7 @@ import pytest
 
 from jaxgrid.cli import main
 from jaxgrid.train.logger import read_metrics
-from jaxgrid.train.run import RunConfig, train_run
+from jaxgrid.train.run import Run, RunConfig, train_run
 
 # 6 updates of 8 one-day episodes, a checkpoint every 2
 TINY = [
@@ -122,6 +122,27 @@ def test_train_takes_a_scenario_file(tmp_path):
     scenario.write_text('env = "arbitrage-v0"\n[params]\ndegradation_cost = -0.5\n')
     with pytest.raises(SystemExit, match=r"cheap_battery\.toml: params\.degradation_cost"):
         _run_config(build_parser().parse_args(["train", "--config", str(scenario)]))
+
+
+def test_a_run_trains_on_the_declared_observations_and_actions(tmp_path):
+    from jaxgrid.cli import _run_config, build_parser
+
+    scenario = tmp_path / "declared.toml"
+    scenario.write_text(
+        'env = "arbitrage-v0"\n[[observations]]\nname = "price*"\n'
+        '[[observations]]\nname = "soc"\n[[actions]]\nname = "p_share"\nlow = -0.5\nhigh = 0.5\n'
+    )
+    config = _run_config(build_parser().parse_args(["train", "--config", str(scenario)]))
+    saved = json.loads(json.dumps(config.to_json()))  # config.json keeps the declarations
+    assert RunConfig.from_json(saved).to_json() == saved
+    env, params = config.make_env()
+    names = env.observation_names(params)
+    assert names[-1] == "soc" and names[0] == "price" and len(names) == 1 + 1 + env.forecast
+    np.testing.assert_array_equal(env.action_space(params)._bounds()[1], 0.5)
+    run = Run(config)
+    runners = run.fresh_runners()  # the learner's networks take the declared sizes
+    kernel = runners.train_state.params["net"]["params"]["type_0"]["MLP_0"]["Dense_0"]["kernel"]
+    assert kernel.shape[-2] == len(names)
 
 
 def test_train_still_takes_a_json_run_config(tmp_path):

@@ -78,6 +78,7 @@ class Arbitrage(Environment):
     agents = ("battery",)
     agent_types = ("battery",)
     objective_names = ("profit", "degradation")
+    action_names = ("p_share",)
     cost_names = ("device_limits",)
     abort_names = ("soc",)
 
@@ -89,6 +90,10 @@ class Arbitrage(Environment):
 
     def action_space(self, params):
         return spaces.Box(-1.0, 1.0, (1, 1))
+
+    def observation_names(self, params) -> tuple[str, ...]:
+        prices = ("price", *(f"price[+{h}]" for h in range(1, 1 + self.forecast)))
+        return ("soc", "sin_time", "cos_time", *prices)
 
     def observation_space(self, params):
         low = jnp.concatenate([jnp.array([0.0, -1.0, -1.0]), jnp.full(1 + self.forecast, -jnp.inf)])

@@ -128,6 +128,7 @@ class DERs(Environment):
     """Batteries, PV, flexible loads and EVs on one feeder (see the module docstring)."""
 
     objective_names = ("energy_cost", "losses", "voltage", "discomfort", "fairness")
+    action_names = ("dispatch[0]", "dispatch[1]")  # meaning by type: the module docstring
     cost_names = ("voltage_band", "thermal", "device_limits")
     abort_names = ("min_vm_pu", "max_vm_pu", "min_battery_soc", "max_battery_soc")
 
@@ -181,6 +182,18 @@ class DERs(Environment):
         )
         high = jnp.array([[1.0, 1.0 if t != "ev" else 0.0] for t in self.agent_types])
         return spaces.Box(low, high, (self.num_agents, 2))
+
+    def observation_names(self, params) -> tuple[str, ...]:
+        """``device[0..3]`` are the type's own features (see the module docstring)."""
+        return (
+            "sin_time",
+            "cos_time",
+            "price",
+            "vm_pu",
+            *(f"device[{j}]" for j in range(4)),
+            *(f"is_{t}" for t in TYPES),
+            "buses_outside_band",
+        )
 
     def observation_space(self, params):
         return spaces.Box(-jnp.inf, jnp.inf, (self.num_agents, 13))

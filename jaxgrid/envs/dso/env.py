@@ -115,6 +115,10 @@ class DSO(Environment):
         self.window = int(window)
         self.distflow_iterations = int(distflow_iterations)
         self.n_flex = int(default_params.flex_bus.shape[0])
+        self.action_names = (
+            *(f"curtail_share[{i}]" for i in range(self.n_flex)),
+            *(f"shift_share[{i}]" for i in range(self.n_flex)),
+        )
         self._default_params = default_params
         self._name = name
 
@@ -125,6 +129,22 @@ class DSO(Environment):
     def action_space(self, params):
         low = jnp.concatenate([jnp.zeros(self.n_flex), -jnp.ones(self.n_flex)])
         return spaces.Box(low[None], 1.0, (1, 2 * self.n_flex))
+
+    def observation_names(self, params: DSOParams) -> tuple[str, ...]:
+        f = params.feeder
+        buses = [int(b) for b in np.asarray(f.bus_ids)]
+        branches = range(f.n_branch)
+        flex = ("p_load_mw", "curtailed_mw", "deferred_mw", "recovered_mw", "buffer_mwh")
+        return (
+            *(f"vm_pu[{b}]" for b in buses),
+            *(f"p_branch_mw[{k}]" for k in branches),
+            *(f"q_branch_mvar[{k}]" for k in branches),
+            *(f"p_load_mw[{b}]" for b in buses),
+            *(f"q_load_mvar[{b}]" for b in buses),
+            "sin_time",
+            "cos_time",
+            *(f"flex[{i}].{x}" for i in range(self.n_flex) for x in flex),
+        )
 
     def observation_space(self, params):
         f = params.feeder

@@ -73,7 +73,6 @@ class SmartGrid(Environment):
 
     cost_names = ()
     action_names = prosumer.ACTIONS
-    observation_fields = OBSERVATION_FIELDS
 
     def __init__(
         self,
@@ -97,6 +96,9 @@ class SmartGrid(Environment):
     def action_space(self, params: SmartgridParams) -> spaces.Box:
         high = jnp.broadcast_to(params.action_limit[:, None], (self.num_agents, 6))
         return spaces.Box(0.0, high, (self.num_agents, 6))
+
+    def observation_names(self, params: SmartgridParams) -> tuple[str, ...]:
+        return OBSERVATION_FIELDS
 
     def observation_space(self, params: SmartgridParams) -> spaces.Box:
         return spaces.Box(0.0, 1.0, (self.num_agents, len(LOCAL_FIELDS) + len(GLOBAL_FIELDS)))

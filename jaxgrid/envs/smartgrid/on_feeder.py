@@ -76,6 +76,7 @@ class SmartGridOnFeeder(Environment):
         self.agents = society.agents
         self.agent_types = society.agent_types
         self.objective_names = society.objective_names
+        self.action_names = society.action_names
         self.horizon = society.horizon
         self.distflow_iterations = int(distflow_iterations)
         self._default_params = default_params
@@ -93,6 +94,9 @@ class SmartGridOnFeeder(Environment):
 
     def action_space(self, params: FeederParams):
         return self.society.action_space(params.society)
+
+    def observation_names(self, params: FeederParams) -> tuple[str, ...]:
+        return (*self.society.observation_names(params.society), "vm_pu")
 
     def observation_space(self, params: FeederParams):
         return spaces.Box(0.0, 2.0, (self.num_agents, 12))

@@ -58,6 +58,7 @@ class VoltageControl(Environment):
     """MAPDN-style active voltage control (see the module docstring)."""
 
     objective_names = ("voltage", "reactive_power")
+    action_names = ("q_share",)
     cost_names = ("voltage_band",)
     abort_names = ("min_vm_pu", "max_vm_pu")
 
@@ -85,6 +86,17 @@ class VoltageControl(Environment):
 
     def action_space(self, params: VoltageParams) -> spaces.Box:
         return spaces.Box(-1.0, 1.0, (self.num_agents, 1))
+
+    def observation_names(self, params: VoltageParams) -> tuple[str, ...]:
+        zone = range(self.zone_size)
+        return (
+            *(f"zone_p_load_mw[{j}]" for j in zone),
+            *(f"zone_q_load_mvar[{j}]" for j in zone),
+            *(f"zone_vm_pu[{j}]" for j in zone),
+            "p_pv_mw",
+            "q_mvar",
+            "vm_pu",
+        )
 
     def observation_space(self, params: VoltageParams) -> spaces.Box:
         z = self.zone_size
