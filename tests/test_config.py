@@ -216,6 +216,98 @@ def test_malformed_own_feeder_or_profiles(tmp_path, case, change, message):
     assert str(err.value).startswith(f"{path}: ")
 
 
+def _der_files(tmp_path):
+    shutil.copy(CASE33, tmp_path / "feeder.m")
+    _csv(tmp_path / "load.csv", _day_rows(days=2, value=lambda i: 0.4 + 0.002 * (i % 96)))
+    _csv(tmp_path / "pv.csv", _day_rows(days=2, value=lambda i: 0.5), header="minute,pv")
+    _csv(tmp_path / "price.csv", _day_rows(days=2, value=lambda i: 40.0 + i % 96), "minute,eur")
+
+
+DER_SCENARIO = """env = "ders33-v0"
+[params]
+feeder = "feeder.m"
+devices = { battery = [18], pv = [25, 33], flexload = [10], ev = [6, 30] }
+load_csv = { path = "load.csv", column = "load", time_column = "minute" }
+pv_csv = { path = "pv.csv", column = "pv", time_column = "minute" }
+price_csv = { path = "price.csv", column = "eur", time_column = "minute" }
+"""
+
+
+def test_der_devices_on_own_buses_with_csv_profiles(tmp_path):
+    _der_files(tmp_path)
+    env, params = make_from_config(_scenario(tmp_path, "ders.toml", DER_SCENARIO))
+    assert env.agent_types == ("battery", "pv", "pv", "flexload", "ev", "ev")
+    for field, buses in (("battery_bus", [18]), ("pv_bus", [25, 33]), ("flex_bus", [10]),
+                         ("ev_bus", [6, 30])):  # fmt: skip
+        np.testing.assert_array_equal(np.asarray(getattr(params, field)), np.array(buses) - 1)
+    # 15-minute CSV rows averaged to the environment's 30 minutes
+    load = 0.4 + 0.002 * (np.arange(192) % 96)
+    np.testing.assert_allclose(params.profiles.load[:, 0], load.reshape(96, 2).mean(1), rtol=1e-6)
+    price = 40.0 + np.arange(192) % 96
+    np.testing.assert_allclose(params.profiles.price[:, 0], price.reshape(96, 2).mean(1))
+    _, state = env.reset(jax.random.PRNGKey(0), params)
+    for k in range(3):
+        action = env.action_space(params).sample(jax.random.PRNGKey(k))
+        obs, state, reward, *_ = env.step_env(jax.random.PRNGKey(k), state, action, params)
+    assert np.all(np.isfinite(np.asarray(obs))) and np.all(np.isfinite(np.asarray(reward)))
+
+
+DSO_SCENARIO = """env = "dso33-v0"
+[params]
+feeder = "feeder.m"
+flex_loads = [[6, 0.165], [14, 0.110], [18, 0.110], [22, 0.088], [28, 0.132], [33, 0.110]]
+"""
+
+
+def test_dso_on_its_own_case_file_equals_the_registered_one(tmp_path):
+    shutil.copy(CASE33, tmp_path / "feeder.m")
+    _, params = make_from_config(_scenario(tmp_path, "dso.toml", DSO_SCENARIO))
+    _, registered = jaxgrid.make("dso33-v0")
+    assert _same_params(params, registered)  # PowerZoo's six flexible loads, as bundled
+
+
+def test_dso_flexible_loads_and_csv_load(tmp_path):
+    _der_files(tmp_path)
+    text = DSO_SCENARIO.replace(
+        "flex_loads = [[6, 0.165]", "flex_loads = [[9, 0.3], [31, 0.2]]\n# [[6, 0.165]"
+    )
+    text += 'load_csv = { path = "load.csv", column = "load", time_column = "minute" }\n'
+    env, params = make_from_config(_scenario(tmp_path, "dso.toml", text))
+    assert env.action_space(params).shape == (1, 4)  # two curtailment and two shift shares
+    assert env.action_names == (
+        "curtail_share[0]",
+        "curtail_share[1]",
+        "shift_share[0]",
+        "shift_share[1]",
+    )
+    np.testing.assert_array_equal(np.asarray(params.flex_bus), [8, 30])
+    np.testing.assert_allclose(params.flex.curtail_cap_mw, [0.3, 0.2])
+    obs, _ = env.reset(jax.random.PRNGKey(0), params)
+    assert obs.shape == (1, 3 * 33 + 2 * 32 + 2 + 5 * 2)
+
+
+FAMILY_MALFORMED = [
+    (DER_SCENARIO.replace("ev = [6, 30]", "ev = [6, 30], wind = [4]"), r"ders\.toml: params: devices: unknown type 'wind'"),
+    (DER_SCENARIO.replace(", ev = [6, 30]", ""), r"params: devices\.ev: expected at least one bus number"),
+    (DER_SCENARIO.replace("pv = [25, 33]", "pv = [25, 34]"), r"params: devices\.pv: buses \[34\] are not in the feeder"),
+    (DER_SCENARIO.replace("battery = [18]", "battery = [1]"), r"params: devices\.battery: bus 1 is the substation"),
+    (DER_SCENARIO.replace("price_csv", "# price_csv"), r"params: load_csv, pv_csv and price_csv go together"),
+    (DSO_SCENARIO.replace("flex_loads", "# flex_loads"), r"params: flex_loads: give the flexible loads' buses"),
+    (DSO_SCENARIO.replace("[33, 0.110]", "[33, -0.1]"), r"params: flex_loads: capacities must be positive MW"),
+    (DSO_SCENARIO.replace("[33, 0.110]", "[40, 0.1]"), r"params: flex_loads: buses \[40\] are not in the feeder"),
+    (DSO_SCENARIO.replace("[33, 0.110]]", "[33]]"), r"params\.flex_loads\.5: too few entries"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("text, message", FAMILY_MALFORMED)
+def test_malformed_der_or_dso_network(tmp_path, text, message):
+    _der_files(tmp_path)
+    name = "ders.toml" if "ders33" in text else "dso.toml"
+    with pytest.raises(ConfigError, match=message) as err:
+        make_from_config(_scenario(tmp_path, name, text))
+    assert err.value.__cause__ is None
+
+
 def test_reward_section_sets_the_scalarisation(tmp_path):
     path = _scenario(
         tmp_path,

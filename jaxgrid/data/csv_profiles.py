@@ -10,6 +10,7 @@ increase by one constant step. Values are ``value * scale_mult + scale_add`` aft
 (``pu`` as is, ``percent`` divided by 100), then averaged (coarser target) or repeated
 (finer target) to the environment's sampling time, and must cover whole days. Every
 problem is a ``ValueError`` naming the file, the row or column and what was expected.
+:func:`csv_profiles` gathers an environment's sources into :class:`~jaxgrid.data.Profiles`.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from datetime import datetime
 from pathlib import Path
 
 import numpy as np
+
+from jaxgrid.data.profiles import Profiles, split_days
 
 UNITS = {"pu": 1.0, "percent": 0.01}
 SOURCE_KEYS = {"path", "column", "time_column", "unit", "scale_mult", "scale_add"}
@@ -113,3 +116,35 @@ def read_profile(source: dict, sampling_time_min: float, base: Path | None = Non
             f"({per_day} steps per day)"
         )
     return values
+
+
+def csv_profiles(
+    steps_per_day: int, load: dict, pv: dict | None = None, price: dict | None = None
+) -> Profiles:
+    """Profiles from CSV sources: the load multiplier (one column for every bus), the PV
+    availability and the energy price (currency/MWh, every price column) where given
+    (else 0); every fifth day held out for evaluation (the training days when fewer than
+    five). The sources must cover the same days."""
+    minutes = 24 * 60 / steps_per_day
+    series = {"load_csv": read_profile(load, minutes)}
+    for key, source in (("pv_csv", pv), ("price_csv", price)):
+        if source is not None:
+            series[key] = read_profile(source, minutes)
+    lengths = {key: len(x) // steps_per_day for key, x in series.items()}
+    if len(set(lengths.values())) > 1:
+        covered = ", ".join(f"{key} {days}" for key, days in lengths.items())
+        raise ValueError(f"the CSV sources cover different numbers of days ({covered})")
+    steps = len(series["load_csv"])
+    days, held_out = split_days(steps // steps_per_day)
+    if len(held_out) == 0:
+        held_out = days
+    zeros = np.zeros(steps, np.float32)
+    price_series = series.get("price_csv", zeros)
+    return Profiles(
+        load=series["load_csv"][:, None].astype(np.float32),
+        pv=series.get("pv_csv", zeros)[:, None].astype(np.float32),
+        wind=zeros[:, None],
+        price=np.stack([price_series, price_series], axis=1).astype(np.float32),
+        days=days,
+        held_out=held_out,
+    )

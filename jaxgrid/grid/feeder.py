@@ -87,6 +87,14 @@ class Feeder:
             raise ValueError(f"buses {numbers} repeat a bus")
         return np.array([index[b] for b in numbers], np.int32)
 
+    def device_buses(self, bus_numbers) -> np.ndarray:
+        """:meth:`bus_index` of devices' buses, which are never the substation."""
+        at = self.bus_index(bus_numbers)
+        if np.any(at == int(self.slack)):
+            slack = int(np.asarray(self.bus_ids)[int(self.slack)])
+            raise ValueError(f"bus {slack} is the substation; devices go elsewhere")
+        return at
+
     def __repr__(self) -> str:
         if np.ndim(self.parent) != 1:
             return f"Feeder(batch of {np.shape(self.parent)[:-1]}, n_bus={self.n_bus})"

@@ -8,6 +8,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxgrid.data.csv_profiles import csv_profiles
 from jaxgrid.data.simbench import PRICE_NAMES, simbench_profiles
 from jaxgrid.devices.battery import BatteryParams
 from jaxgrid.devices.ev import EVParams
@@ -51,8 +52,13 @@ def make_ders(
     weights: tuple[float, ...] = (0.02, 20.0, 50.0, 5.0, 1.0),
     distflow_iterations: int = 5,
     abort: dict | None = None,
+    feeder: str | None = None,
+    devices: dict | None = None,
+    load_csv: dict | None = None,
+    pv_csv: dict | None = None,
+    price_csv: dict | None = None,
 ):
-    """Build a DER environment on the bundled SimBench year.
+    """Build a DER environment on the bundled SimBench year (or your own network and data).
 
     Args:
         scenario: ``"ders33"`` or ``"ders141"`` (:data:`SCENARIOS`).
@@ -65,6 +71,16 @@ def make_ders(
             (chosen so that each term is of order one per step).
         distflow_iterations: sweeps of the nonlinear solver.
         abort: bounds that end an episode, e.g. ``{"min_battery_soc": (0.2, 1.0)}``.
+        feeder: another network than the scenario's: a bundled case name, a MATPOWER
+            ``.m`` or a pandapower ``.json`` file; it must be radial. Branch ratings are
+            assumed as for the bundled cases.
+        devices: the devices by type, one agent each: ``{"battery": [bus, ...], "pv": ...,
+            "flexload": ..., "ev": ...}`` with the feeder data's bus numbers, every type
+            at least once (default: the scenario's counts spread over the feeder). Sizes
+            follow the feeder's base load as in the bundled scenarios.
+        load_csv, pv_csv, price_csv: CSV sources of the load multiplier, the PV
+            availability and the price (currency/MWh) (:mod:`jaxgrid.data.csv_profiles`),
+            given together; they replace the SimBench year.
     """
     if scenario not in SCENARIOS:
         raise ValueError(f"unknown DER scenario {scenario!r}; expected one of {list(SCENARIOS)}")
@@ -72,22 +88,25 @@ def make_ders(
         raise ValueError(f"unknown solver {solver!r}; expected one of {list(SOLVERS)}")
     if price not in PRICE_NAMES:
         raise ValueError(f"unknown price series {price!r}; expected one of {list(PRICE_NAMES)}")
+    csv_sources = (load_csv, pv_csv, price_csv)
+    if any(x is None for x in csv_sources) and any(x is not None for x in csv_sources):
+        raise ValueError("load_csv, pv_csv and price_csv go together: give all three or none")
     spec = SCENARIOS[scenario]
-    counts = spec["counts"]
-    feeder = cases.load_bundled(spec["case"])
+    feeder = cases.load_feeder(feeder or spec["case"])
     feeder = feeder.replace(rate_mva=assumed_ratings(feeder))
     total = float(np.sum(feeder.p_load_mw))
-    buses = spread_buses(feeder, sum(counts.values()))
-    # deal the spread buses to the types in turn, so every type is spread over the feeder
-    by_type = {t: [] for t in TYPES}
-    turn = 0
-    for bus in buses:
-        while len(by_type[TYPES[turn % len(TYPES)]]) == counts[TYPES[turn % len(TYPES)]]:
-            turn += 1
-        by_type[TYPES[turn % len(TYPES)]].append(bus)
-        turn += 1
-    by_type = {t: np.array(v) for t, v in by_type.items()}
-    n_b, n_pv, n_f, n_ev = (counts[t] for t in TYPES)
+    by_type = (
+        spread_by_type(feeder, spec["counts"])
+        if devices is None
+        else placed_by_type(feeder, devices)
+    )
+    n_b, n_pv, n_f, n_ev = (len(by_type[t]) for t in TYPES)
+    if load_csv is None:
+        profiles = simbench_profiles(steps_per_day)
+        load_profile = (np.arange(feeder.n_bus) % 4 == 3).astype(np.int32)
+    else:
+        profiles = csv_profiles(steps_per_day, load_csv, pv=pv_csv, price=price_csv)
+        load_profile = np.zeros(feeder.n_bus, np.int32)  # one load column for every bus
     full = lambda n, v: np.full(n, v, np.float64)  # noqa: E731
     p_bat = BATTERY_SHARE * total
     p_pv = PV_PENETRATION * total / n_pv
@@ -95,8 +114,8 @@ def make_ders(
     p_ev = EV_SHARE * total
     params = DERsParams(
         feeder=feeder,
-        profiles=simbench_profiles(steps_per_day),
-        load_profile=(np.arange(feeder.n_bus) % 4 == 3).astype(np.int32),
+        profiles=profiles,
+        load_profile=load_profile,
         load_scale=np.float64(spec["load_scale"] if load_scale is None else load_scale),
         battery_bus=by_type["battery"].astype(np.int32),
         battery=BatteryParams(
@@ -113,7 +132,7 @@ def make_ders(
         pv_bus=by_type["pv"].astype(np.int32),
         pv_p_max_mw=full(n_pv, p_pv),
         pv_s_max_mva=full(n_pv, S_MAX_RATIO * p_pv),
-        pv_profile=(np.arange(n_pv) % 4).astype(np.int32),
+        pv_profile=(np.arange(n_pv) % profiles.pv.shape[1]).astype(np.int32),
         flex_bus=by_type["flexload"].astype(np.int32),
         flex=FlexLoadParams(
             curtail_cap_mw=full(n_f, 0.5 * flex_size), shift_cap_mw=full(n_f, 0.5 * flex_size)
@@ -165,6 +184,36 @@ def make_ders(
         name=f"{scenario}-v0",
     )
     return env, params
+
+
+def spread_by_type(feeder, counts: dict[str, int]) -> dict[str, np.ndarray]:
+    """Bus indices of ``counts[type]`` devices of each type, spread over the feeder and
+    dealt to the types in turn (so that every type is spread over the feeder)."""
+    by_type = {t: [] for t in TYPES}
+    turn = 0
+    for bus in spread_buses(feeder, sum(counts.values())):
+        while len(by_type[TYPES[turn % len(TYPES)]]) == counts[TYPES[turn % len(TYPES)]]:
+            turn += 1
+        by_type[TYPES[turn % len(TYPES)]].append(bus)
+        turn += 1
+    return {t: np.array(v, np.int32) for t, v in by_type.items()}
+
+
+def placed_by_type(feeder, devices: dict) -> dict[str, np.ndarray]:
+    """Bus indices of the devices placed by bus number, ``{type: [bus, ...]}``."""
+    unknown = sorted(set(devices) - set(TYPES))
+    if unknown:
+        raise ValueError(f"devices: unknown type {unknown[0]!r}; expected {list(TYPES)}")
+    by_type = {}
+    for t in TYPES:
+        buses = devices.get(t)
+        if not buses:
+            raise ValueError(f"devices.{t}: expected at least one bus number")
+        try:
+            by_type[t] = feeder.device_buses(buses)
+        except ValueError as err:
+            raise ValueError(f"devices.{t}: {err}") from None
+    return by_type
 
 
 def _register(scenario: str) -> None:

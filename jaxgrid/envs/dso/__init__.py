@@ -6,6 +6,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxgrid.data.csv_profiles import csv_profiles
 from jaxgrid.data.simbench import simbench_profiles
 from jaxgrid.devices.flexload import FlexLoadParams
 from jaxgrid.envs.dso.baselines import evening_shift, no_control
@@ -31,8 +32,12 @@ def make_dso(
     distflow_iterations: int = 5,
     abort: dict | None = None,
     name: str = "dso33-v0",
+    feeder: str | None = None,
+    flex_loads: tuple[tuple[int, float], ...] | None = None,
+    load_csv: dict | None = None,
 ):
-    """Build the DSO environment on case33bw and the bundled SimBench year.
+    """Build the DSO environment on case33bw and the bundled SimBench year (or your own
+    network and data).
 
     Args:
         solver: ``"distflow"`` or ``"lindistflow"``.
@@ -45,19 +50,41 @@ def make_dso(
         deferral_weight: weight of the deferral objective in the default reward.
         distflow_iterations: sweeps of the nonlinear solver.
         abort: bounds that end an episode, e.g. ``{"min_vm_pu": (0.85, inf)}``.
+        feeder: another network than case33bw: a bundled case name, a MATPOWER ``.m`` or a
+            pandapower ``.json`` file; it must be radial.
+        flex_loads: ``((bus number, capacity MW), ...)``: the flexible loads, with the
+            curtailment and shift capacity of each (default: PowerZoo's six,
+            :data:`FLEX_LOADS`; needed with another feeder).
+        load_csv: a CSV source of the load multiplier (:mod:`jaxgrid.data.csv_profiles`),
+            for every bus; it replaces the SimBench year.
     """
     if solver not in SOLVERS:
         raise ValueError(f"unknown solver {solver!r}; expected one of {list(SOLVERS)}")
     if window < 1:
         raise ValueError(f"window must be >= 1 step, got {window}")
-    feeder = cases.case33bw().replace(vm_slack_pu=np.float64(vm_slack_pu))
-    flex_bus = feeder.bus_index([b for b, _ in FLEX_LOADS])
-    caps = np.array([c for _, c in FLEX_LOADS])
-    commercial = np.arange(feeder.n_bus) % 4 == 3
+    if feeder is not None and flex_loads is None:
+        raise ValueError("flex_loads: give the flexible loads' buses and capacities of your feeder")
+    flex_loads = FLEX_LOADS if flex_loads is None else flex_loads
+    if len(flex_loads) == 0:
+        raise ValueError("flex_loads: expected at least one (bus number, capacity MW)")
+    caps = np.array([c for _, c in flex_loads], np.float64)
+    if not np.all(np.isfinite(caps) & (caps > 0)):
+        raise ValueError(f"flex_loads: capacities must be positive MW, got {caps.tolist()}")
+    feeder = cases.load_feeder(feeder or "case33bw").replace(vm_slack_pu=np.float64(vm_slack_pu))
+    try:
+        flex_bus = feeder.device_buses([b for b, _ in flex_loads])
+    except ValueError as err:
+        raise ValueError(f"flex_loads: {err}") from None
+    if load_csv is None:
+        profiles = simbench_profiles(steps_per_day)
+        load_profile = (np.arange(feeder.n_bus) % 4 == 3).astype(np.int32)
+    else:
+        profiles = csv_profiles(steps_per_day, load_csv)
+        load_profile = np.zeros(feeder.n_bus, np.int32)  # one load column for every bus
     params = DSOParams(
         feeder=feeder,
-        profiles=simbench_profiles(steps_per_day),
-        load_profile=commercial.astype(np.int32),
+        profiles=profiles,
+        load_profile=load_profile,
         load_scale=np.float64(load_scale),
         flex_bus=flex_bus,
         flex=FlexLoadParams(curtail_cap_mw=caps, shift_cap_mw=caps),

@@ -8,8 +8,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxgrid.data.csv_profiles import read_profile
-from jaxgrid.data.profiles import Profiles, split_days
+from jaxgrid.data.csv_profiles import csv_profiles
 from jaxgrid.data.simbench import simbench_profiles
 from jaxgrid.data.synthetic import synthetic_profiles
 from jaxgrid.devices.renewable import S_MAX_RATIO
@@ -89,13 +88,13 @@ def make_voltage(
     spec = SCENARIOS[scenario]
     network = cases.load_feeder(feeder or spec["case"])
     pv_bus = (
-        spread_buses(network, spec["n_pv"]) if pv_buses is None else device_buses(network, pv_buses)
+        spread_buses(network, spec["n_pv"]) if pv_buses is None else network.device_buses(pv_buses)
     )
     n_pv = len(pv_bus)
     if (load_csv is None) != (pv_csv is None):
         raise ValueError("load_csv and pv_csv go together: give both CSV sources or neither")
     if load_csv is not None:
-        data = csv_profiles(load_csv, pv_csv, STEPS_PER_DAY)
+        data = csv_profiles(STEPS_PER_DAY, load_csv, pv=pv_csv)
         commercial = np.zeros(network.n_bus, bool)  # one load column for every bus
     else:
         if profiles == "simbench":
@@ -134,39 +133,6 @@ def make_voltage(
         name=f"{scenario}-v0",
     )
     return env, params
-
-
-def device_buses(feeder, bus_numbers) -> np.ndarray:
-    """Indices of the devices' buses (the feeder data's numbers); never the substation."""
-    at = feeder.bus_index(bus_numbers)
-    if np.any(at == int(feeder.slack)):
-        slack = int(np.asarray(feeder.bus_ids)[int(feeder.slack)])
-        raise ValueError(f"bus {slack} is the substation; devices go elsewhere")
-    return at
-
-
-def csv_profiles(load_csv: dict, pv_csv: dict, steps_per_day: int) -> Profiles:
-    """Load multiplier and PV availability from CSV sources, every fifth day held out."""
-    minutes = 24 * 60 / steps_per_day
-    load = read_profile(load_csv, minutes)
-    pv = read_profile(pv_csv, minutes)
-    if len(load) != len(pv):
-        raise ValueError(
-            f"load_csv covers {len(load) // steps_per_day} days, pv_csv "
-            f"{len(pv) // steps_per_day}: they must cover the same days"
-        )
-    days, held_out = split_days(len(load) // steps_per_day)
-    if len(held_out) == 0:  # fewer than five days: evaluate on the training days
-        held_out = days
-    zeros = np.zeros((len(load), 1), np.float32)
-    return Profiles(
-        load=load[:, None].astype(np.float32),
-        pv=pv[:, None].astype(np.float32),
-        wind=zeros,
-        price=np.zeros((len(load), 2), np.float32),
-        days=days,
-        held_out=held_out,
-    )
 
 
 def _register(scenario: str) -> None:
