@@ -31,13 +31,18 @@
     low = -0.5                        # with bounds (agent units) or fixed = value
     high = 0.5
 
+    [[agents]]                        # optional: devices (env.agents) grouped into agents
+    name = "north"
+    devices = ["pv_0", "pv_1", "pv_2"]
+
 The ``[params]`` table is validated against the factory's signature (pydantic): unknown
 keys, wrong types, NaN or infinite numbers and values outside the range of well-known
 arguments (capacities, efficiencies, counts, weights, bounds) are errors; so are the
 factory's own refusals (an unknown scenario, objective or abort variable). Every error is
 one :class:`ConfigError` naming the file, the key path and what was expected.
 ``[[observations]]`` and ``[[actions]]`` wrap the environment in
-:class:`~jaxgrid.wrappers.declared.DeclaredSpaces`.
+:class:`~jaxgrid.wrappers.declared.DeclaredSpaces`, ``[[agents]]`` in
+:class:`~jaxgrid.wrappers.groups.GroupAgents`.
 """
 
 from __future__ import annotations
@@ -57,6 +62,7 @@ from pydantic import ConfigDict, Field, StrictBool, StrictFloat, StrictInt, Stri
 from jaxgrid.registry import _REGISTRY, list_envs, make
 from jaxgrid.rewards.scalarise import METHODS, Scalarisation
 from jaxgrid.wrappers.declared import ActionEntry, DeclaredSpaces, ObservationEntry
+from jaxgrid.wrappers.groups import GroupAgents
 
 # value ranges of arguments that mean the same in every family
 POSITIVE = {
@@ -69,7 +75,7 @@ NON_NEGATIVE = {
 }  # fmt: skip
 FRACTIONS = {"efficiency": (0.0, 1.0), "initial_soc": (None, 1.0)}  # (0, 1] and [0, 1]
 ORDERED_PAIRS = {"soc_bounds", "v_band", "energy_bounds"}
-SECTIONS = {"env", "episode", "params", "reward", "observations", "actions"}
+SECTIONS = {"env", "episode", "params", "reward", "observations", "actions", "agents"}
 STRICT = {float: StrictFloat, int: StrictInt, str: StrictStr, bool: StrictBool}
 TYPE_NAMES = {"tuple", "dict", "float", "int", "str", "bool", "None"}
 
@@ -128,12 +134,21 @@ class ActionDeclaration(ObservationDeclaration):
     fixed: Number | None = None
 
 
+class AgentDeclaration(pydantic.BaseModel):
+    """One ``[[agents]]`` entry: an agent made of the environment's agents (devices)."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: StrictStr
+    devices: list[StrictStr]
+
+
 class Declarations(pydantic.BaseModel):
-    """The ``[[observations]]`` and ``[[actions]]`` arrays of tables."""
+    """The ``[[observations]]``, ``[[actions]]`` and ``[[agents]]`` arrays of tables."""
 
     model_config = ConfigDict(extra="forbid")
     observations: list[ObservationDeclaration] = []
     actions: list[ActionDeclaration] = []
+    agents: list[AgentDeclaration] = []
 
 
 @dataclasses.dataclass(frozen=True)
@@ -147,19 +162,29 @@ class Scenario:
     reward: RewardSection | None
     observations: list[dict[str, Any]]
     actions: list[dict[str, Any]]
+    agents: list[dict[str, Any]] = dataclasses.field(default_factory=list)
 
 
-def declared(env, params, observations: list[dict], actions: list[dict]):
-    """``env`` wrapped in :class:`DeclaredSpaces` when observations or actions are declared
-    (entries as dicts of :class:`ObservationEntry` / :class:`ActionEntry` fields)."""
-    if not observations and not actions:
-        return env
-    return DeclaredSpaces(
-        env,
-        [ObservationEntry(**entry) for entry in observations],
-        [ActionEntry(**entry) for entry in actions],
-        params,
-    )
+def declared(env, params, observations: list[dict], actions: list[dict], agents: list[dict] = ()):
+    """``env`` with its declared observations and actions (per device:
+    :class:`DeclaredSpaces`, entries as dicts of :class:`ObservationEntry` /
+    :class:`ActionEntry` fields), then its devices grouped into the declared agents
+    (:class:`GroupAgents`, entries ``{"name", "devices"}``)."""
+    if observations or actions:
+        env = DeclaredSpaces(
+            env,
+            [ObservationEntry(**entry) for entry in observations],
+            [ActionEntry(**entry) for entry in actions],
+            params,
+        )
+    if agents:
+        groups = {}
+        for i, entry in enumerate(agents):
+            if entry["name"] in groups:
+                raise ValueError(f"agents[{i}].name: {entry['name']!r} names two agents")
+            groups[entry["name"]] = entry["devices"]
+        env = GroupAgents(env, groups, label="agents")
+    return env
 
 
 def _strict(annotation):
@@ -316,24 +341,30 @@ def load_scenario(path: str | Path) -> Scenario:
         reward,
         [d.model_dump() for d in declarations.observations],
         [d.model_dump() for d in declarations.actions],
+        [d.model_dump() for d in declarations.agents],
     )
 
 
 def _declarations(path: Path, data: dict) -> Declarations:
     """``[[observations]]`` and ``[[actions]]``, each entry's fields checked (names are
     checked against the environment once it is built)."""
-    tables = {k: data[k] for k in ("observations", "actions") if k in data}
+    tables = {k: data[k] for k in ("observations", "actions", "agents") if k in data}
     try:
         return Declarations.model_validate(tables)
     except pydantic.ValidationError as err:
-        first = err.errors()[0]
+        errors = err.errors()  # an unknown key first: it often explains a missing one
+        first = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
         if len(first["loc"]) == 1:
             kind = first["loc"][0]
             _fail(path, (kind,), f"expected an array of tables ([[{kind}]] entries)")
         kind, index, *rest = first["loc"]
         message = first["msg"]
         if first["type"] == "extra_forbidden":
-            fields = ActionDeclaration if kind == "actions" else ObservationDeclaration
+            fields = {
+                "observations": ObservationDeclaration,
+                "actions": ActionDeclaration,
+                "agents": AgentDeclaration,
+            }[kind]
             message = f"unknown key; expected some of {list(fields.model_fields)}"
         elif first["type"] != "value_error":
             message += f" (got {first['input']!r})"
@@ -393,7 +424,7 @@ def _build(path: Path):
             _fail(path, ("reward", "weights", unknown[0]),
                   f"not an objective of {env.name}; expected some of {list(env.objective_names)}")  # fmt: skip
     try:
-        env = declared(env, params, scenario.observations, scenario.actions)
+        env = declared(env, params, scenario.observations, scenario.actions, scenario.agents)
     except ValueError as err:
         raise ConfigError(f"{path}: {err}") from None
     return env, params, scenario, kwargs
@@ -426,6 +457,8 @@ def run_fields(path: str | Path) -> dict[str, Any]:
         fields["observations"] = scenario.observations
     if scenario.actions:
         fields["actions"] = scenario.actions
+    if scenario.agents:
+        fields["agents"] = scenario.agents
     if reward is None:
         return fields
     method = _method_name(env.scalarisation(params))

@@ -60,8 +60,9 @@ class RunConfig:
         ppo: :class:`~jaxgrid.train.ppo.PPOConfig` fields (tuned defaults, then these).
         checkpoint_every: updates between checkpoints (0: only at the end).
         eval_episodes: held-out episodes per member and per baseline.
-        observations, actions: declared observations and actions (scenario files'
-            ``[[observations]]`` / ``[[actions]]`` entries); empty: the environment's own.
+        observations, actions, agents: declared observations, actions and agents
+            (scenario files' ``[[observations]]`` / ``[[actions]]`` / ``[[agents]]``
+            entries); empty: the environment's own.
     """
 
     env: str
@@ -75,6 +76,7 @@ class RunConfig:
     eval_episodes: int = 32
     observations: list = dataclasses.field(default_factory=list)
     actions: list = dataclasses.field(default_factory=list)
+    agents: list = dataclasses.field(default_factory=list)
 
     def __post_init__(self):
         if self.algo not in ALGOS:
@@ -95,9 +97,9 @@ class RunConfig:
 
     def make_env(self):
         """``(env, params)`` of the run: the registered environment with ``env_kwargs``,
-        wrapped in its declared observations and actions."""
+        wrapped in its declared observations, actions and agents."""
         env, params = jaxgrid.make(self.env, **self.env_kwargs)
-        return declared(env, params, self.observations, self.actions), params
+        return declared(env, params, self.observations, self.actions, self.agents), params
 
     def ppo_config(self) -> ppo.PPOConfig:
         """The resolved :class:`~jaxgrid.train.ppo.PPOConfig` (tuned defaults, then ours)."""

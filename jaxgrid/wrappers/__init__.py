@@ -1,10 +1,12 @@
 """Wrappers: episode logging, a centralised single-agent view, observation normalisation
-and flattening, a fixed reward scalarisation, declared observations and actions."""
+and flattening, a fixed reward scalarisation, declared observations and actions, devices grouped into
+agents."""
 
 from jaxgrid.wrappers.base import Wrapper
 from jaxgrid.wrappers.centralised import CentralisedWrapper
 from jaxgrid.wrappers.declared import ActionEntry, DeclaredSpaces, ObservationEntry
 from jaxgrid.wrappers.flatten import FlattenObservation
+from jaxgrid.wrappers.groups import GroupAgents
 from jaxgrid.wrappers.log import LogState, LogWrapper
 from jaxgrid.wrappers.normalize import NormalizeObservation, NormalizeState
 from jaxgrid.wrappers.scalarise import ScalariseReward
@@ -14,6 +16,7 @@ __all__ = [
     "CentralisedWrapper",
     "DeclaredSpaces",
     "FlattenObservation",
+    "GroupAgents",
     "LogState",
     "LogWrapper",
     "NormalizeObservation",
