@@ -245,11 +245,26 @@ def test_der_devices_on_own_buses_with_csv_profiles(tmp_path):
     np.testing.assert_allclose(params.profiles.load[:, 0], load.reshape(96, 2).mean(1), rtol=1e-6)
     price = 40.0 + np.arange(192) % 96
     np.testing.assert_allclose(params.profiles.price[:, 0], price.reshape(96, 2).mean(1))
+    _, registered = jaxgrid.make("ders33-v0")  # same feeder: the bundled sizes
+    np.testing.assert_allclose(params.battery.p_max_mw, registered.battery.p_max_mw[:1])
     _, state = env.reset(jax.random.PRNGKey(0), params)
     for k in range(3):
         action = env.action_space(params).sample(jax.random.PRNGKey(k))
         obs, state, reward, *_ = env.step_env(jax.random.PRNGKey(k), state, action, params)
     assert np.all(np.isfinite(np.asarray(obs))) and np.all(np.isfinite(np.asarray(reward)))
+
+
+def test_der_device_sizes_in_the_scenario(tmp_path):
+    _der_files(tmp_path)
+    text = DER_SCENARIO.replace(
+        "battery = [18]", "battery = { buses = [18, 22], p_max_mw = 0.4, capacity_mwh = 1.6 }"
+    ).replace("flexload = [10]", "flexload = { buses = [10], size_mw = 0.3 }")
+    env, params = make_from_config(_scenario(tmp_path, "ders.toml", text))
+    np.testing.assert_allclose(params.battery.p_max_mw, [0.4, 0.4])
+    np.testing.assert_allclose(params.battery.capacity_mwh, [1.6, 1.6])
+    np.testing.assert_allclose(params.battery.s_max_mva, [0.44, 0.44])  # 1.1 x the rating
+    np.testing.assert_allclose(params.flex_size_mw, [0.3])
+    np.testing.assert_allclose(params.flex.curtail_cap_mw, [0.15])  # half the size
 
 
 DSO_SCENARIO = """env = "dso33-v0"
@@ -292,6 +307,8 @@ FAMILY_MALFORMED = [
     (DER_SCENARIO.replace("pv = [25, 33]", "pv = [25, 34]"), r"params: devices\.pv: buses \[34\] are not in the feeder"),
     (DER_SCENARIO.replace("battery = [18]", "battery = [1]"), r"params: devices\.battery: bus 1 is the substation"),
     (DER_SCENARIO.replace("price_csv", "# price_csv"), r"params: load_csv, pv_csv and price_csv go together"),
+    (DER_SCENARIO.replace("battery = [18]", "battery = { buses = [18], p_mw = 0.4 }"), r"params: devices\.battery\.p_mw: unknown key; expected buses and some of \['p_max_mw', 'capacity_mwh'\]"),
+    (DER_SCENARIO.replace("battery = [18]", "battery = { buses = [18], capacity_mwh = -1.0 }"), r"params: devices\.battery\.capacity_mwh: expected a positive number, got -1\.0"),
     (DSO_SCENARIO.replace("flex_loads", "# flex_loads"), r"params: flex_loads: give the flexible loads' buses"),
     (DSO_SCENARIO.replace("[33, 0.110]", "[33, -0.1]"), r"params: flex_loads: capacities must be positive MW"),
     (DSO_SCENARIO.replace("[33, 0.110]", "[40, 0.1]"), r"params: flex_loads: buses \[40\] are not in the feeder"),

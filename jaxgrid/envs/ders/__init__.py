@@ -76,8 +76,10 @@ def make_ders(
             assumed as for the bundled cases.
         devices: the devices by type, one agent each: ``{"battery": [bus, ...], "pv": ...,
             "flexload": ..., "ev": ...}`` with the feeder data's bus numbers, every type
-            at least once (default: the scenario's counts spread over the feeder). Sizes
-            follow the feeder's base load as in the bundled scenarios.
+            at least once (default: the scenario's counts spread over the feeder). A type
+            may instead be a table ``{"buses": [...], <size>: value}`` with the sizes of
+            :data:`SIZES` (shared by the type's devices); sizes left out follow the
+            feeder's base load as in the bundled scenarios.
         load_csv, pv_csv, price_csv: CSV sources of the load multiplier, the PV
             availability and the price (currency/MWh) (:mod:`jaxgrid.data.csv_profiles`),
             given together; they replace the SimBench year.
@@ -95,12 +97,14 @@ def make_ders(
     feeder = cases.load_feeder(feeder or spec["case"])
     feeder = feeder.replace(rate_mva=assumed_ratings(feeder))
     total = float(np.sum(feeder.p_load_mw))
-    by_type = (
-        spread_by_type(feeder, spec["counts"])
-        if devices is None
-        else placed_by_type(feeder, devices)
-    )
+    if devices is None:
+        by_type, chosen = spread_by_type(feeder, spec["counts"]), {}
+    else:
+        by_type, chosen = placed_by_type(feeder, devices)
     n_b, n_pv, n_f, n_ev = (len(by_type[t]) for t in TYPES)
+    size = {
+        t: {**default, **chosen.get(t, {})} for t, default in default_sizes(total, n_pv).items()
+    }
     if load_csv is None:
         profiles = simbench_profiles(steps_per_day)
         load_profile = (np.arange(feeder.n_bus) % 4 == 3).astype(np.int32)
@@ -108,10 +112,8 @@ def make_ders(
         profiles = csv_profiles(steps_per_day, load_csv, pv=pv_csv, price=price_csv)
         load_profile = np.zeros(feeder.n_bus, np.int32)  # one load column for every bus
     full = lambda n, v: np.full(n, v, np.float64)  # noqa: E731
-    p_bat = BATTERY_SHARE * total
-    p_pv = PV_PENETRATION * total / n_pv
-    flex_size = FLEX_SHARE * total
-    p_ev = EV_SHARE * total
+    p_bat, p_pv, p_ev = (size[t]["p_max_mw"] for t in ("battery", "pv", "ev"))
+    flex_size = size["flexload"]["size_mw"]
     params = DERsParams(
         feeder=feeder,
         profiles=profiles,
@@ -119,7 +121,7 @@ def make_ders(
         load_scale=np.float64(spec["load_scale"] if load_scale is None else load_scale),
         battery_bus=by_type["battery"].astype(np.int32),
         battery=BatteryParams(
-            capacity_mwh=full(n_b, 2 * p_bat),
+            capacity_mwh=full(n_b, size["battery"]["capacity_mwh"]),
             p_max_mw=full(n_b, p_bat),
             s_max_mva=full(n_b, 1.1 * p_bat),
             eta_charge=full(n_b, 0.95),
@@ -141,7 +143,7 @@ def make_ders(
         ev_bus=by_type["ev"].astype(np.int32),
         ev=EVParams(
             battery=BatteryParams(
-                capacity_mwh=full(n_ev, 4 * p_ev),
+                capacity_mwh=full(n_ev, size["ev"]["capacity_mwh"]),
                 p_max_mw=full(n_ev, p_ev),
                 s_max_mva=full(n_ev, p_ev),
                 eta_charge=full(n_ev, 0.92),
@@ -199,21 +201,48 @@ def spread_by_type(feeder, counts: dict[str, int]) -> dict[str, np.ndarray]:
     return {t: np.array(v, np.int32) for t, v in by_type.items()}
 
 
-def placed_by_type(feeder, devices: dict) -> dict[str, np.ndarray]:
-    """Bus indices of the devices placed by bus number, ``{type: [bus, ...]}``."""
+def default_sizes(total_load_mw: float, n_pv: int) -> dict[str, dict[str, float]]:
+    """Device sizes (MW, MWh) from the feeder's total base load, as the bundled scenarios."""
+    p_bat, p_ev = BATTERY_SHARE * total_load_mw, EV_SHARE * total_load_mw
+    return {
+        "battery": {"p_max_mw": p_bat, "capacity_mwh": 2 * p_bat},
+        "pv": {"p_max_mw": PV_PENETRATION * total_load_mw / n_pv},
+        "flexload": {"size_mw": FLEX_SHARE * total_load_mw},
+        "ev": {"p_max_mw": p_ev, "capacity_mwh": 4 * p_ev},
+    }
+
+
+SIZES = {t: tuple(v) for t, v in default_sizes(1.0, 1).items()}  # sizes a type may set
+
+
+def placed_by_type(feeder, devices: dict) -> tuple[dict[str, np.ndarray], dict[str, dict]]:
+    """``(bus indices by type, sizes chosen by type)`` of devices placed by bus number:
+    ``{type: [bus, ...]}`` or ``{type: {"buses": [...], <size>: value}}``."""
     unknown = sorted(set(devices) - set(TYPES))
     if unknown:
         raise ValueError(f"devices: unknown type {unknown[0]!r}; expected {list(TYPES)}")
-    by_type = {}
+    by_type, sizes = {}, {}
     for t in TYPES:
-        buses = devices.get(t)
+        entry = devices.get(t)
+        table = dict(entry) if isinstance(entry, dict) else {"buses": entry}
+        buses = table.pop("buses", None)
+        extra = sorted(set(table) - set(SIZES[t]))
+        if extra:
+            raise ValueError(
+                f"devices.{t}.{extra[0]}: unknown key; expected buses and some of {list(SIZES[t])}"
+            )
         if not buses:
             raise ValueError(f"devices.{t}: expected at least one bus number")
+        for key, value in table.items():
+            number = isinstance(value, (int, float)) and not isinstance(value, bool)
+            if not number or not np.isfinite(value) or value <= 0:
+                raise ValueError(f"devices.{t}.{key}: expected a positive number, got {value!r}")
         try:
             by_type[t] = feeder.device_buses(buses)
         except ValueError as err:
             raise ValueError(f"devices.{t}: {err}") from None
-    return by_type
+        sizes[t] = {k: float(v) for k, v in table.items()}
+    return by_type, sizes
 
 
 def _register(scenario: str) -> None:
