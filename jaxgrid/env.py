@@ -17,7 +17,8 @@ obs, state, reward, terminated, truncated, info = env.step(key, state, action, p
   ``info["objective_mask"]`` says which objectives are active (schedules can switch them).
 - ``info["costs"]`` ``(num_agents, n_costs)`` holds one column per ``env.cost_names``;
   a constraint that concerns the whole network (a voltage band) is charged to every agent.
-  Costs never enter the reward.
+  Costs never enter the reward unless the scalarisation sets ``cost_weights``: then the
+  reward is less ``info["cost_penalty"]``.
 - Actions are sanitised: NaN/inf entries become 0, out-of-range entries are clipped to
   the action space; ``info["action_nonfinite"]`` and ``info["action_clipped"]`` count them
   per agent.
@@ -43,7 +44,7 @@ import jax.numpy as jnp
 
 from jaxgrid import spaces
 from jaxgrid.rewards.abort import check_abort
-from jaxgrid.rewards.scalarise import scalarise
+from jaxgrid.rewards.scalarise import cost_penalty, scalarise
 from jaxgrid.types import Array, PRNGKey, PyTree
 
 TState = TypeVar("TState")
@@ -197,9 +198,18 @@ class Environment(abc.ABC, Generic[TState, TParams]):
         mask = tr.objective_mask
         if mask is None:
             mask = jnp.ones(tr.reward_vector.shape, bool)
-        reward = scalarise(tr.reward_vector, mask, self.scalarisation(params))
+        scalarisation = self.scalarisation(params)
+        reward = scalarise(tr.reward_vector, mask, scalarisation)
         terminated = tr.terminated
         info = dict(tr.info)
+        if scalarisation.cost_weights is not None:
+            n = jnp.shape(scalarisation.cost_weights)[-1]
+            if n != len(self.cost_names):
+                raise ValueError(
+                    f"{self.name}: cost_weights has {n} entries; the costs are {self.cost_names}"
+                )
+            info["cost_penalty"] = cost_penalty(tr.costs, scalarisation)
+            reward = reward - info["cost_penalty"]
         if self.abort_names:
             aborted, reason = check_abort(self.abort_values(tr.state, params), params.abort)
             terminated = terminated | aborted

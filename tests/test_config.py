@@ -348,11 +348,32 @@ def test_reward_section_sets_the_scalarisation(tmp_path):
     assert config.weights == [[0.0, 0.25]]
 
 
+def test_reward_section_sets_a_cost_penalty(tmp_path):
+    path = _scenario(
+        tmp_path,
+        "penalty.toml",
+        'env = "voltage33-v0"\n[reward]\ncost_penalty = { voltage_band = 10.0 }\n',
+    )
+    env, params = make_from_config(path)
+    np.testing.assert_allclose(np.asarray(params.scalarisation.cost_weights), [10.0])
+    _, registered = jaxgrid.make("voltage33-v0")
+    np.testing.assert_array_equal(params.scalarisation.weights, registered.scalarisation.weights)
+    # a training run builds the same params from the file
+    from jaxgrid.cli import _run_config, build_parser
+
+    config = _run_config(build_parser().parse_args(["train", "--config", str(path)]))
+    assert config.cost_penalty == {"voltage_band": 10.0}
+    _, run_params = config.make_env()
+    assert _same_params(run_params.scalarisation, params.scalarisation)
+
+
 REWARD_MALFORMED = [
     ("weights = { happiness = 1.0 }", r"reward\.weights\.happiness: not an objective of voltage33-v0"),
     ("weights = { voltage = -1.0 }", r"reward\.weights\.voltage: Input should be greater than or equal to 0"),
     ('scalarisation = "median"', r"reward\.scalarisation: Input should be 'weighted_sum', 'min', 'product' or 'single'"),
     ("temperature = 2.0", r"reward\.temperature: Extra inputs are not permitted"),
+    ("cost_penalty = { voltage = 1.0 }", r"reward\.cost_penalty\.voltage: not a cost of voltage33-v0; expected some of \['voltage_band'\]"),
+    ("cost_penalty = { voltage_band = -1.0 }", r"reward\.cost_penalty\.voltage_band: Input should be greater than or equal to 0"),
 ]  # fmt: skip
 
 

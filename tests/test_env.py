@@ -85,6 +85,36 @@ def test_reward_is_the_scalarisation_of_the_reward_vector():
     np.testing.assert_allclose(reward, 2.0 * rv[:, 0] + 0.5 * rv[:, 1], rtol=1e-6)
 
 
+def test_a_cost_penalty_is_taken_off_the_reward():
+    env = toy_envs.Tanks()
+    params = env.default_params().replace(
+        limit=jnp.float32(0.3),  # tanks above 0.3 overflow
+        scalarisation=Scalarisation.create(2, "weighted_sum", [2.0, 0.5], cost_weights=[4.0]),
+    )
+    state = env.reset(KEY, params)[1].replace(level=jnp.array([0.1, 0.5, 0.8]))
+    _, _, reward, _, _, info = env.step_env(KEY, state, jnp.full((3, 1), 0.1), params)
+    rv, costs = np.asarray(info["reward_vector"]), np.asarray(info["costs"])
+    assert np.count_nonzero(costs) == 2  # two tanks overflow, one does not
+    np.testing.assert_allclose(info["cost_penalty"], 4.0 * costs[:, 0], rtol=1e-6)
+    np.testing.assert_allclose(
+        reward, 2.0 * rv[:, 0] + 0.5 * rv[:, 1] - 4.0 * costs[:, 0], rtol=1e-6
+    )
+    # the penalty weight is a params leaf: one compiled run sweeps it
+    weights = jnp.array([[0.0], [4.0], [8.0]])
+    swept = jax.vmap(
+        lambda w: env.step_env(
+            KEY, state, jnp.full((3, 1), 0.1),
+            params.replace(scalarisation=params.scalarisation.replace(cost_weights=w)),
+        )[2]
+    )(weights)  # fmt: skip
+    np.testing.assert_allclose(swept[2] - swept[0], -8.0 * costs[:, 0], rtol=1e-5)
+    wrong = params.replace(scalarisation=params.scalarisation.replace(cost_weights=jnp.ones(2)))
+    with pytest.raises(
+        ValueError, match=r"cost_weights has 2 entries; the costs are \('overflow',\)"
+    ):
+        env.step_env(KEY, state, jnp.full((3, 1), 0.1), wrong)
+
+
 def test_scalarisation_methods_by_hand():
     rv = jnp.array([[0.2, 0.5, 0.9], [0.4, 0.1, 0.3]])
     mask = jnp.array([[True, True, True], [True, False, True]])
@@ -118,6 +148,8 @@ def test_scalarisation_rejects_bad_arguments():
         Scalarisation.create(2, "weighted_sum", [1.0])
     with pytest.raises(ValueError, match="finite"):
         Scalarisation.create(2, "weighted_sum", [1.0, np.nan])
+    with pytest.raises(ValueError, match="cost weights must be a vector of finite numbers >= 0"):
+        Scalarisation.create(2, "weighted_sum", cost_weights=[-1.0])
 
 
 def test_world_state_defaults_to_all_observations():

@@ -3,6 +3,7 @@
 from jaxgrid.config.scenario import (
     ConfigError,
     Scenario,
+    cost_penalty_weights,
     declared,
     is_scenario_file,
     load_scenario,
@@ -15,6 +16,7 @@ from jaxgrid.config.scenario import (
 __all__ = [
     "ConfigError",
     "Scenario",
+    "cost_penalty_weights",
     "declared",
     "is_scenario_file",
     "load_scenario",

@@ -15,6 +15,7 @@
     [reward]                          # optional, any environment: how objectives combine
     scalarisation = "weighted_sum"    # weighted_sum, min, product or single
     weights = { voltage = 1.0, reactive_power = 0.02 }   # by objective; others weigh 0
+    cost_penalty = { voltage_band = 10.0 }  # reward -= 10 * cost (by cost name); default none
 
     [[observations]]                  # optional: what agents see (ETA Ctrl style)
     name = "vm_pu"                    # an entry of env.observation_names(params)
@@ -53,7 +54,6 @@ import math
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 import pydantic
@@ -112,6 +112,7 @@ class RewardSection(pydantic.BaseModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
     scalarisation: Literal["weighted_sum", "min", "product", "single"] | None = None
     weights: dict[StrictStr, Annotated[StrictFloat, Field(ge=0)]] | None = None
+    cost_penalty: dict[StrictStr, Annotated[StrictFloat, Field(ge=0)]] | None = None
 
 
 Number = Annotated[StrictFloat, Field(allow_inf_nan=False)]
@@ -423,6 +424,11 @@ def _build(path: Path):
         if unknown:
             _fail(path, ("reward", "weights", unknown[0]),
                   f"not an objective of {env.name}; expected some of {list(env.objective_names)}")  # fmt: skip
+    if reward is not None and reward.cost_penalty is not None:
+        unknown = [n for n in reward.cost_penalty if n not in env.cost_names]
+        if unknown:
+            _fail(path, ("reward", "cost_penalty", unknown[0]),
+                  f"not a cost of {env.name}; expected some of {list(env.cost_names)}")  # fmt: skip
     try:
         env = declared(env, params, scenario.observations, scenario.actions, scenario.agents)
     except ValueError as err:
@@ -439,9 +445,22 @@ def make_from_config(path: str | Path):
     current = env.scalarisation(params)
     method = reward.scalarisation or _method_name(current)
     weights = np.asarray(current.weights) if reward.weights is None else _weights(env, reward)
-    new = Scalarisation.create(len(env.objective_names), method, weights)
-    new = jax.tree_util.tree_map(lambda n, c: jnp.asarray(n, jnp.asarray(c).dtype), new, current)
+    cost_weights = current.cost_weights
+    if reward.cost_penalty is not None:
+        cost_weights = cost_penalty_weights(env, reward.cost_penalty)
+    new = Scalarisation.create(len(env.objective_names), method, weights, cost_weights)
+    dtype = jnp.asarray(current.weights).dtype
+    new = new.replace(
+        method=jnp.asarray(new.method, jnp.asarray(current.method).dtype),
+        weights=jnp.asarray(new.weights, dtype),
+        cost_weights=None if cost_weights is None else jnp.asarray(new.cost_weights, dtype),
+    )
     return env, env.with_scalarisation(params, new)
+
+
+def cost_penalty_weights(env, penalty: dict[str, float]) -> list[float]:
+    """``{cost name: weight}`` as one weight per cost of ``env`` (unnamed ones: 0)."""
+    return [float(penalty.get(name, 0.0)) for name in env.cost_names]
 
 
 def run_fields(path: str | Path) -> dict[str, Any]:
@@ -468,6 +487,8 @@ def run_fields(path: str | Path) -> dict[str, Any]:
               "jaxgrid.make_from_config")  # fmt: skip
     if reward.weights is not None:
         fields["weights"] = [_weights(env, reward)]
+    if reward.cost_penalty is not None:
+        fields["cost_penalty"] = dict(reward.cost_penalty)
     return fields
 
 

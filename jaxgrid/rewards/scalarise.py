@@ -11,6 +11,11 @@ Methods, after the reward aggregators of EthicalSmartGrid:
 - ``MIN``: ``min_i r_i`` over active objectives with ``w_i != 0``;
 - ``PRODUCT``: ``prod_i r_i`` over active objectives with ``w_i != 0`` (meant for rewards in [0, 1]);
 - ``SINGLE``: the first active objective with ``w_i != 0``, unweighted.
+
+Costs stay out of the reward unless ``cost_weights`` is set: then the reward is the
+scalarisation minus the cost penalty ``sum_c w_c cost_c`` (a fixed Lagrangian, the way
+PowerZoo's penalty mode turns a constrained task into an unconstrained one; sweepable like
+every params leaf).
 """
 
 from __future__ import annotations
@@ -33,13 +38,18 @@ class Scalarisation:
         method: ``WEIGHTED_SUM``, ``MIN``, ``PRODUCT`` or ``SINGLE`` (int32 scalar).
         weights: ``(n_objectives,)`` weights of the weighted sum; for the other methods a
             non-zero weight selects the objective.
+        cost_weights: ``(n_costs,)`` penalty per unit of each cost, or ``None`` (costs
+            never enter the reward).
     """
 
     method: Array
     weights: Array
+    cost_weights: Array | None = None
 
     @classmethod
-    def create(cls, n_objectives: int, method: str = "weighted_sum", weights=None):
+    def create(
+        cls, n_objectives: int, method: str = "weighted_sum", weights=None, cost_weights=None
+    ):
         """A scalarisation by name; default weights are ``1 / n_objectives`` (the mean)."""
         if method not in METHODS:
             raise ValueError(
@@ -54,7 +64,15 @@ class Scalarisation:
             )
         if not np.all(np.isfinite(weights)):
             raise ValueError(f"scalarisation weights must be finite, got {weights.tolist()}")
-        return cls(method=np.int32(METHODS[method]), weights=weights)
+        if cost_weights is not None:
+            cost_weights = np.asarray(cost_weights, dtype=np.float64)
+            if cost_weights.ndim != 1 or not np.all(
+                np.isfinite(cost_weights) & (cost_weights >= 0)
+            ):
+                raise ValueError(
+                    f"cost weights must be a vector of finite numbers >= 0, got {cost_weights.tolist()}"
+                )
+        return cls(method=np.int32(METHODS[method]), weights=weights, cost_weights=cost_weights)
 
 
 def scalarise(reward_vector: Array, objective_mask: Array, scalarisation: Scalarisation) -> Array:
@@ -78,3 +96,9 @@ def scalarise(reward_vector: Array, objective_mask: Array, scalarisation: Scalar
     return jnp.select(
         [method == MIN, method == PRODUCT, method == SINGLE], [worst, product, first], weighted_sum
     )
+
+
+def cost_penalty(costs: Array, scalarisation: Scalarisation) -> Array:
+    """``(num_agents,)`` penalty ``costs @ cost_weights`` (``costs`` ``(num_agents, n_costs)``)."""
+    w = jnp.asarray(scalarisation.cost_weights, costs.dtype)
+    return jnp.sum(costs * w, axis=-1)

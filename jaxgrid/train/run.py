@@ -25,10 +25,11 @@ from pathlib import Path
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 import jaxgrid
-from jaxgrid.config import declared
+from jaxgrid.config import cost_penalty_weights, declared
 from jaxgrid.train import ippo, ppo
 from jaxgrid.train.checkpoint import Checkpoints
 from jaxgrid.train.defaults import defaults
@@ -63,6 +64,8 @@ class RunConfig:
         observations, actions, agents: declared observations, actions and agents
             (scenario files' ``[[observations]]`` / ``[[actions]]`` / ``[[agents]]``
             entries); empty: the environment's own.
+        cost_penalty: ``{cost name: weight}`` subtracted from the reward (scenario files'
+            ``[reward] cost_penalty``); empty: costs stay out of the reward.
     """
 
     env: str
@@ -77,6 +80,7 @@ class RunConfig:
     observations: list = dataclasses.field(default_factory=list)
     actions: list = dataclasses.field(default_factory=list)
     agents: list = dataclasses.field(default_factory=list)
+    cost_penalty: dict = dataclasses.field(default_factory=dict)
 
     def __post_init__(self):
         if self.algo not in ALGOS:
@@ -99,7 +103,13 @@ class RunConfig:
         """``(env, params)`` of the run: the registered environment with ``env_kwargs``,
         wrapped in its declared observations, actions and agents."""
         env, params = jaxgrid.make(self.env, **self.env_kwargs)
-        return declared(env, params, self.observations, self.actions, self.agents), params
+        env = declared(env, params, self.observations, self.actions, self.agents)
+        if self.cost_penalty:
+            sc = env.scalarisation(params)
+            weights = cost_penalty_weights(env, self.cost_penalty)
+            penalty = jnp.asarray(weights, jnp.asarray(sc.weights).dtype)
+            params = env.with_scalarisation(params, sc.replace(cost_weights=penalty))
+        return env, params
 
     def ppo_config(self) -> ppo.PPOConfig:
         """The resolved :class:`~jaxgrid.train.ppo.PPOConfig` (tuned defaults, then ours)."""
