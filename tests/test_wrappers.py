@@ -139,3 +139,11 @@ def test_scalarise_reward_weights_the_objectives():
 
     with pytest.raises(ValueError, match="3 weights for 2 objectives"):
         ScalariseReward(env, [1.0, 0.0, 0.0])
+
+
+def test_normalize_offers_no_baseline_that_reads_raw_observations():
+    from jaxgrid.wrappers import NormalizeObservation
+
+    inner, params = jaxgrid.make("voltage33-v0")
+    assert "droop" in inner.baselines(params)
+    assert set(NormalizeObservation(inner).baselines(params)) == {"random"}

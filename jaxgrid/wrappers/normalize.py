@@ -36,6 +36,12 @@ class NormalizeObservation(Wrapper):
         inner = self.env.observation_space(params)
         return spaces.Box(-self.clip, self.clip, inner.shape, inner.dtype)
 
+    def baselines(self, params) -> dict:
+        """Random actions only: the environment's other baselines read raw observation
+        entries, which the standardised ones no longer are."""
+        space = self.action_space(params)
+        return {"random": lambda key, obs: space.sample(key)}
+
     def _out(self, moments, obs):
         return moments.normalize(obs, self.epsilon, self.clip)
 
