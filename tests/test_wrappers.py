@@ -147,3 +147,12 @@ def test_normalize_offers_no_baseline_that_reads_raw_observations():
     inner, params = jaxgrid.make("voltage33-v0")
     assert "droop" in inner.baselines(params)
     assert set(NormalizeObservation(inner).baselines(params)) == {"random"}
+
+
+def test_wrappers_pass_the_entry_names_on():
+    from jaxgrid.wrappers import NormalizeObservation
+
+    inner, params = jaxgrid.make("voltage33-v0")
+    for env in (LogWrapper(inner), NormalizeObservation(LogWrapper(inner))):
+        assert env.action_names == ("q_share",)
+        assert env.observation_names(params) == inner.observation_names(params)

@@ -39,6 +39,13 @@ class Wrapper(Environment):
         return self.env.abort_names
 
     @property
+    def action_names(self):
+        return self.env.action_names
+
+    def observation_names(self, params):
+        return self.env.observation_names(params)
+
+    @property
     def name(self) -> str:
         return self.env.name
 
