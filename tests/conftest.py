@@ -3,11 +3,27 @@
 from __future__ import annotations
 
 import contextlib
+import getpass
+import os
+import tempfile
 import warnings
+from pathlib import Path
 
 import jax
 import numpy as np
 import pytest
+
+# One persistent compilation cache for every test worker (and the notebooks and
+# subprocesses they start): environments and variants of equal shapes compile to the same
+# programs. Keyed by the program, JAX version and flags, so it is never stale.
+_CACHE = Path(tempfile.gettempdir()) / f"jaxgrid-test-jax-cache-{getpass.getuser()}"
+os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", str(_CACHE))
+os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0.3")
+jax.config.update("jax_compilation_cache_dir", os.environ["JAX_COMPILATION_CACHE_DIR"])
+jax.config.update(
+    "jax_persistent_cache_min_compile_time_secs",
+    float(os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"]),
+)
 
 
 @contextlib.contextmanager
