@@ -267,6 +267,19 @@ def test_der_device_sizes_in_the_scenario(tmp_path):
     np.testing.assert_allclose(params.flex.curtail_cap_mw, [0.15])  # half the size
 
 
+def test_arbitrage_on_a_price_csv(tmp_path):
+    hourly = [(h * 60, 30.0 + (50.0 if h % 24 in (18, 19) else 0.0) - (20.0 if h % 24 == 3 else 0.0))
+              for h in range(24 * 6)]  # fmt: skip
+    _csv(tmp_path / "price.csv", hourly, header="minute,eur")
+    text = 'env = "arbitrage-v0"\n[params]\nprice_csv = { path = "price.csv", column = "eur", time_column = "minute" }\n'
+    env, params = make_from_config(_scenario(tmp_path, "prices.toml", text))
+    np.testing.assert_allclose(params.profiles.price[:, 0], [v for _, v in hourly])
+    np.testing.assert_array_equal(params.profiles.held_out, [4])  # every fifth day
+    _, state = env.reset(jax.random.PRNGKey(0), params)
+    # buy at 10 at 03:00, sell at 80 at 18:00-19:00: the oracle earns, idling earns 0
+    assert env.oracle_return(params, jax.device_get(state)) > 0
+
+
 DSO_SCENARIO = """env = "dso33-v0"
 [params]
 feeder = "feeder.m"

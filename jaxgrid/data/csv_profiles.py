@@ -119,29 +119,35 @@ def read_profile(source: dict, sampling_time_min: float, base: Path | None = Non
 
 
 def csv_profiles(
-    steps_per_day: int, load: dict, pv: dict | None = None, price: dict | None = None
+    steps_per_day: int,
+    load: dict | None = None,
+    pv: dict | None = None,
+    price: dict | None = None,
 ) -> Profiles:
     """Profiles from CSV sources: the load multiplier (one column for every bus), the PV
-    availability and the energy price (currency/MWh, every price column) where given
+    availability and the energy price (currency/MWh, every price column), each where given
     (else 0); every fifth day held out for evaluation (the training days when fewer than
     five). The sources must cover the same days."""
     minutes = 24 * 60 / steps_per_day
-    series = {"load_csv": read_profile(load, minutes)}
-    for key, source in (("pv_csv", pv), ("price_csv", price)):
-        if source is not None:
-            series[key] = read_profile(source, minutes)
+    series = {
+        key: read_profile(source, minutes)
+        for key, source in (("load_csv", load), ("pv_csv", pv), ("price_csv", price))
+        if source is not None
+    }
+    if not series:
+        raise ValueError("csv_profiles needs at least one CSV source")
     lengths = {key: len(x) // steps_per_day for key, x in series.items()}
     if len(set(lengths.values())) > 1:
         covered = ", ".join(f"{key} {days}" for key, days in lengths.items())
         raise ValueError(f"the CSV sources cover different numbers of days ({covered})")
-    steps = len(series["load_csv"])
+    steps = len(next(iter(series.values())))
     days, held_out = split_days(steps // steps_per_day)
     if len(held_out) == 0:
         held_out = days
     zeros = np.zeros(steps, np.float32)
     price_series = series.get("price_csv", zeros)
     return Profiles(
-        load=series["load_csv"][:, None].astype(np.float32),
+        load=series.get("load_csv", zeros)[:, None].astype(np.float32),
         pv=series.get("pv_csv", zeros)[:, None].astype(np.float32),
         wind=zeros[:, None],
         price=np.stack([price_series, price_series], axis=1).astype(np.float32),

@@ -6,6 +6,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxgrid.data.csv_profiles import csv_profiles
 from jaxgrid.data.simbench import PRICE_NAMES, simbench_profiles
 from jaxgrid.devices.battery import BatteryParams
 from jaxgrid.envs.arbitrage.baselines import idle, price_threshold
@@ -28,6 +29,7 @@ def make_arbitrage(
     forecast: int | None = None,
     abort: dict | None = None,
     name: str = "arbitrage-v0",
+    price_csv: dict | None = None,
 ):
     """Build an arbitrage environment on the bundled SimBench year and its default params.
 
@@ -41,6 +43,8 @@ def make_arbitrage(
         initial_soc: state of charge at the start of each day.
         forecast: how many future prices the agent sees (default: one day).
         abort: bounds that end an episode, e.g. ``{"soc": (0.2, 0.8)}``.
+        price_csv: a CSV source of the price (currency/MWh,
+            :mod:`jaxgrid.data.csv_profiles`); it replaces the SimBench year's ``price``.
     """
     if price not in PRICE_NAMES:
         raise ValueError(f"unknown price series {price!r}; expected one of {list(PRICE_NAMES)}")
@@ -53,7 +57,11 @@ def make_arbitrage(
         raise ValueError("efficiency must be in (0, 1] and ratings positive")
     one = lambda v: np.full(1, v, np.float64)  # noqa: E731
     params = ArbitrageParams(
-        profiles=simbench_profiles(steps_per_day),
+        profiles=(
+            simbench_profiles(steps_per_day)
+            if price_csv is None
+            else csv_profiles(steps_per_day, price=price_csv)
+        ),
         price_column=np.int32(PRICE_NAMES.index(price)),
         battery=BatteryParams(
             capacity_mwh=one(capacity_mwh),
