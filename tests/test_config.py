@@ -280,6 +280,20 @@ def test_arbitrage_on_a_price_csv(tmp_path):
     assert env.oracle_return(params, jax.device_get(state)) > 0
 
 
+def test_smartgrid_society_on_its_own_feeder_and_buses(tmp_path):
+    shutil.copy(CASE33, tmp_path / "feeder.m")
+    buses = list(range(33, 7, -1))  # 26 agents from the far end of the feeder
+    text = f'env = "smartgrid33-v0"\n[params]\nfeeder = "feeder.m"\nagent_buses = {buses}\n'
+    env, params = make_from_config(_scenario(tmp_path, "society.toml", text))
+    np.testing.assert_array_equal(np.asarray(params.agent_bus), np.array(buses) - 1)
+    path = _scenario(tmp_path, "few.toml", text.replace("[33, ", "["))
+    with pytest.raises(
+        ConfigError,
+        match=r"few\.toml: params: agent_buses: expected one bus per agent \(26\), got 25",
+    ):
+        make_from_config(path)
+
+
 DSO_SCENARIO = """env = "dso33-v0"
 [params]
 feeder = "feeder.m"

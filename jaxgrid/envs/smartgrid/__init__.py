@@ -11,7 +11,7 @@ import numpy as np
 from jaxgrid.envs.smartgrid.buildings import COMFORT_CURVES, PROFILES, openei_profile
 from jaxgrid.envs.smartgrid.env import OBJECTIVES, SmartGrid
 from jaxgrid.envs.smartgrid.observation import GLOBAL_FIELDS, LOCAL_FIELDS, OBSERVATION_FIELDS
-from jaxgrid.envs.smartgrid.on_feeder import FeederParams, SmartGridOnFeeder, on_case33bw
+from jaxgrid.envs.smartgrid.on_feeder import FeederParams, SmartGridOnFeeder, on_feeder
 from jaxgrid.envs.smartgrid.types import (
     GENERATORS,
     RANDOM,
@@ -252,12 +252,15 @@ def make_smartgrid33(
     buildings_per_agent: float = 6.0,
     background_share: float = 0.5,
     abort: dict | None = None,
+    feeder: str = "case33bw",
+    agent_buses: tuple[int, ...] | None = None,
     **society,
 ):
-    """``smartgrid-v0``'s society on case33bw (see :mod:`.on_feeder`); ``abort`` bounds the
-    bus voltages, ``society`` takes :func:`make_smartgrid`'s arguments."""
+    """``smartgrid-v0``'s society on case33bw or your ``feeder``, agents at ``agent_buses``
+    (see :func:`.on_feeder.on_feeder`); ``abort`` bounds the bus voltages, ``society``
+    takes :func:`make_smartgrid`'s arguments."""
     env, params = make_smartgrid(**{"name": "smartgrid-v0", **society})
-    return on_case33bw(env, params, buildings_per_agent, background_share, abort)
+    return on_feeder(env, params, buildings_per_agent, background_share, abort, feeder, agent_buses)
 
 
 # the society's arguments are part of smartgrid33's signature (make() checks overrides)
@@ -282,5 +285,5 @@ __all__ = [
     "SmartgridState",
     "make_smartgrid",
     "make_smartgrid33",
-    "on_case33bw",
+    "on_feeder",
 ]

@@ -166,29 +166,41 @@ class SmartGridOnFeeder(Environment):
         return self.society.baselines(params.society)
 
 
-def on_case33bw(
+def on_feeder(
     society: SmartGrid,
     params: SmartgridParams,
     buildings_per_agent: float = 6.0,
     background_share: float = 0.5,
     abort: dict | None = None,
+    feeder: str = "case33bw",
+    agent_buses: tuple[int, ...] | None = None,
 ):
-    """Place a smartgrid society on case33bw: agent ``i`` at the ``i``-th load bus."""
+    """Place a smartgrid society on ``feeder`` (a bundled case name, a MATPOWER ``.m`` or a
+    pandapower ``.json`` file): agent ``i`` at ``agent_buses[i]`` (the feeder data's bus
+    numbers), by default at the ``i``-th load bus."""
     import numpy as np
 
     from jaxgrid.envs.ders import assumed_ratings
     from jaxgrid.grid import cases
 
-    feeder = cases.case33bw()
-    feeder = feeder.replace(rate_mva=assumed_ratings(feeder))
-    load_buses = np.flatnonzero(np.asarray(feeder.p_load_mw) > 0)
+    network = cases.load_feeder(feeder)
+    network = network.replace(rate_mva=assumed_ratings(network))
     n = society.num_agents
-    if n > len(load_buses):
-        raise ValueError(f"case33bw has {len(load_buses)} load buses for {n} agents")
+    if agent_buses is None:
+        load_buses = np.flatnonzero(np.asarray(network.p_load_mw) > 0)
+        if n > len(load_buses):
+            raise ValueError(f"{feeder} has {len(load_buses)} load buses for {n} agents")
+        agent_bus = load_buses[:n]
+    else:
+        if len(agent_buses) != n:
+            raise ValueError(
+                f"agent_buses: expected one bus per agent ({n}), got {len(agent_buses)}"
+            )
+        agent_bus = network.device_buses(agent_buses)
     fp = FeederParams(
         society=params,
-        feeder=feeder,
-        agent_bus=load_buses[:n].astype(np.int32),
+        feeder=network,
+        agent_bus=agent_bus.astype(np.int32),
         buildings_per_agent=np.float64(buildings_per_agent),
         background_share=np.float64(background_share),
         power_factor=np.float64(0.95),
