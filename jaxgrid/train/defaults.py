@@ -13,9 +13,10 @@ DEFAULTS: dict[tuple[str, str], dict] = {
         ppo=dict(total_steps=2_000_000, num_envs=128, num_steps=24, gamma=1.0, hidden=(128, 128)),
     ),
     # MAPDN's bowl barrier and a lighter reactive-power weight: under the l1 barrier with
-    # q weight 0.1, doing nothing scores best and IPPO learns to do nothing
+    # q weight 0.1, doing nothing scores best and IPPO learns to do nothing; 0.025 sits at
+    # droop's controllable ratio with less reactive power (0.02 and 0.03 fall either side)
     ("voltage33-v0", "ippo"): dict(
-        env_kwargs=dict(barrier="bowl", q_weight=0.02),
+        env_kwargs=dict(barrier="bowl", q_weight=0.025),
         ppo=dict(total_steps=3_000_000, num_envs=64, num_steps=96, gamma=0.99, lr=3e-4),
     ),
     # 10000-step episodes, 26 agents: a small network and short rollouts over many
