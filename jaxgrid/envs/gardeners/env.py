@@ -178,7 +178,7 @@ class Gardeners(Environment):
         agents = jnp.arange(self.num_agents, dtype=jnp.int32)
         keys = jax.random.split(key, self.num_agents)
         acted, (refused, kind, amount, well, bio) = jax.lax.scan(
-            one_agent, state, (agents, action, keys), unroll=True
+            one_agent, state, (agents, action, keys)
         )
         new = update_world(acted, params).replace(time=state.time + 1)
         # actions leave pollution alone, so each agent's ecology sees the turn's pollution,
