@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import inspect
 from pathlib import Path
 
 import jax
@@ -15,7 +14,7 @@ from jaxgrid.envs.gardeners.grid_file import GridFile, read_grid_file
 from jaxgrid.envs.gardeners.observation import FEATURES
 from jaxgrid.envs.gardeners.rewards import OBJECTIVES
 from jaxgrid.envs.gardeners.types import NO_FLOWER, GardenersParams, GardenersState, Layout
-from jaxgrid.registry import register
+from jaxgrid.registry import register_variant
 from jaxgrid.rewards.scalarise import Scalarisation
 from jaxgrid.types import float_dtype
 
@@ -186,25 +185,11 @@ def _random_grid_defaults(width, height, num_agents, obstacles_ratio, prices, mo
     )
 
 
-def _variant(name, **preset):
-    def factory(**overrides):
-        return make_gardeners(**{**preset, **overrides, "name": name})
-
-    # the signature shows the variant's own defaults (scenario files list them)
-    signature = inspect.signature(make_gardeners)
-    factory.__signature__ = signature.replace(
-        parameters=[
-            p.replace(default=preset.get(n, p.default))
-            for n, p in signature.parameters.items()
-            if n != "name"
-        ]
-    )
-    register(name, factory)
-
-
-_variant("gardeners-v0")
-_variant("gardeners-total-v0", observation="total")
-_variant("gardeners-file-v0", grid_file="peer_example", num_seeds_returned=1)
+register_variant("gardeners-v0", make_gardeners)
+register_variant("gardeners-total-v0", make_gardeners, observation="total")
+register_variant(
+    "gardeners-file-v0", make_gardeners, grid_file="peer_example", num_seeds_returned=1
+)
 
 __all__ = [
     "FEATURES",
