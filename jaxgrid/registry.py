@@ -26,6 +26,27 @@ def register(name: str, factory: EnvFactory, *, overwrite: bool = False) -> None
     _REGISTRY[name] = factory
 
 
+def register_variant(name: str, factory: EnvFactory, **preset: Any) -> None:
+    """Register ``factory`` under ``name`` with ``preset`` arguments (and ``name=name``).
+
+    The registered factory's signature shows the variant's own defaults, so scenario
+    files list them and ``make`` checks overrides against them.
+    """
+
+    def variant(**overrides):
+        return factory(**{**preset, **overrides, "name": name})
+
+    signature = inspect.signature(factory)
+    variant.__signature__ = signature.replace(
+        parameters=[
+            p.replace(default=preset.get(n, p.default))
+            for n, p in signature.parameters.items()
+            if n != "name"
+        ]
+    )
+    register(name, variant)
+
+
 def make(name: str, **overrides: Any) -> tuple[Environment, Any]:
     """Build a registered environment and its default params.
 
