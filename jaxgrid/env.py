@@ -92,7 +92,7 @@ class Environment(abc.ABC, Generic[TState, TParams]):
     cost_names: tuple[str, ...]
     horizon: int
     abort_names: tuple[str, ...] = ()
-    action_names: tuple[str, ...] | None = None  # names of an agent's action entries
+    action_names: tuple[str, ...] | None = None  # an agent's action entries (or choices)
 
     def observation_names(self, params: TParams) -> tuple[str, ...]:
         """Names of an agent's observation entries (the last axis of the stacked

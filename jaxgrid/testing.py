@@ -128,7 +128,7 @@ def _check_metadata(env, params, fail) -> None:
 
 def _check_entry_names(env, params, fail) -> None:
     """Where the environment names its action and observation entries, one distinct
-    name per entry of the last axis."""
+    name per entry of the last axis (per choice, for one discrete choice per agent)."""
     try:
         observation_names = env.observation_names(params)
     except NotImplementedError:
@@ -142,7 +142,10 @@ def _check_entry_names(env, params, fail) -> None:
     ):
         if names is None or isinstance(space, spaces.Dict):
             continue
-        width = space.shape[-1] if len(space.shape) > 1 else 1
+        if isinstance(space, spaces.MultiDiscrete) and len(space.shape) == 1:
+            width = int(np.max(space.nvec))  # one choice per agent: the choices are named
+        else:
+            width = space.shape[-1] if len(space.shape) > 1 else 1
         if len(names) != width or len(set(names)) != len(names):
             fail(f"{what} must name the {width} entries once each, got {names}")
 
