@@ -11,9 +11,9 @@ gymnasium = pytest.importorskip("gymnasium")
 pettingzoo = pytest.importorskip("pettingzoo")
 
 from gymnasium.utils.env_checker import check_env  # noqa: E402
-from pettingzoo.test import parallel_api_test  # noqa: E402
+from pettingzoo.test import api_test, parallel_api_test  # noqa: E402
 
-from jaxgrid.interop import GymnasiumEnv, PettingZooEnv  # noqa: E402
+from jaxgrid.interop import GymnasiumEnv, PettingZooEnv, aec_env  # noqa: E402
 from jaxgrid.wrappers import CentralisedWrapper  # noqa: E402
 
 ONE_PER_FAMILY = ["arbitrage-v0", "dso33-v0", "ders33-v0", "voltage33-v0", "smartgrid-v0"]
@@ -25,10 +25,33 @@ def test_gymnasium_checker_passes(name):
     check_env(GymnasiumEnv(env, params), skip_render_check=True)
 
 
-@pytest.mark.parametrize("name", ONE_PER_FAMILY)
+@pytest.mark.parametrize("name", [*ONE_PER_FAMILY, "gardeners-v0"])
 def test_pettingzoo_parallel_api_test_passes(name):
     env, params = jaxgrid.make(name)
     parallel_api_test(PettingZooEnv(env, params), num_cycles=60)
+
+
+@pytest.mark.parametrize("name", ["gardeners-v0", "voltage33-v0"])
+def test_pettingzoo_aec_api_test_passes(name):
+    env, params = jaxgrid.make(name)
+    api_test(aec_env(env, params), num_cycles=30)
+
+
+def test_aec_turn_equals_one_step_of_the_environment():
+    env, params = jaxgrid.make("gardeners-v0")
+    game = aec_env(env, params)
+    game.reset(seed=3)
+    parallel = game.env.env  # order enforcing -> parallel_to_aec -> PettingZooEnv
+    state, key = parallel._state, jax.random.split(parallel._key)[1]
+    actions = {}
+    for agent in game.agent_iter(len(env.agents)):
+        obs, *_ = game.last()
+        actions[agent] = int(np.flatnonzero(obs["action_mask"])[-1])  # the last legal one
+        game.step(actions[agent])
+    stacked = np.array([actions[a] for a in env.agents])
+    _, _, reward, *_ = env.step_env(key, state, stacked, params)
+    np.testing.assert_allclose([game.rewards[a] for a in env.agents], reward, rtol=1e-6)
+    assert any(a != 5 for a in actions.values())  # not only WAIT: the turn did something
 
 
 def test_gymnasium_step_is_the_centralised_environment_step():

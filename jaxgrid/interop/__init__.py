@@ -10,9 +10,10 @@ from jaxgrid.interop.jaxmarl import JaxMARLEnv
 _LAZY = {
     "GymnasiumEnv": "jaxgrid.interop.gymnasium_env",
     "PettingZooEnv": "jaxgrid.interop.pettingzoo_env",
+    "aec_env": "jaxgrid.interop.pettingzoo_env",
 }
 
-__all__ = ["GymnasiumEnv", "JaxMARLEnv", "PettingZooEnv"]
+__all__ = ["GymnasiumEnv", "JaxMARLEnv", "PettingZooEnv", "aec_env"]
 
 
 def __getattr__(name):

@@ -4,6 +4,10 @@ Every agent acts at every step; agents are named as in ``env.agents``. Each agen
 reward is its scalarised reward vector; its ``info`` holds that vector, the objective
 mask and its costs. All agents end together (``terminated`` or ``truncated``) and leave
 ``agents``; ``reset`` starts the next episode. Steps run a jitted ``step_env``.
+Dict observations (``{"observation", "action_mask"}``) reach each agent as dicts, the
+PettingZoo convention for action masks.
+
+:func:`aec_env` gives the same game turn by turn (PettingZoo's ``AECEnv``).
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ class PettingZooEnv(pettingzoo.ParallelEnv):
         self.env = env
         self.params = env.default_params() if params is None else params
         self.metadata = {"render_modes": [], "name": env.name}
+        self.render_mode = None
         self.possible_agents = list(env.agents)
         self.agents: list[str] = []
         obs_space = env.observation_space(self.params)
@@ -61,8 +66,15 @@ class PettingZooEnv(pettingzoo.ParallelEnv):
         self._key, key = jax.random.split(self._key)
         obs, self._state = self._reset(key, self.params)
         self.agents = list(self.possible_agents)
-        obs = np.asarray(obs)
-        return {a: obs[i] for i, a in enumerate(self.agents)}, {a: {} for a in self.agents}
+        return self._by_agent(obs), {a: {} for a in self.agents}
+
+    def _by_agent(self, obs) -> dict[str, Any]:
+        """Each live agent's share of a stacked observation (array or dict of arrays)."""
+        obs = jax.tree_util.tree_map(_int8_masks, jax.device_get(obs))
+        return {
+            a: jax.tree_util.tree_map(lambda x, i=i: np.asarray(x[i]), obs)
+            for i, a in enumerate(self.agents)
+        }
 
     def step(self, actions: dict[str, Any]):
         if not self.agents:
@@ -77,13 +89,13 @@ class PettingZooEnv(pettingzoo.ParallelEnv):
         obs, self._state, reward, terminated, truncated, info = self._step(
             key, self._state, stacked, self.params
         )
-        obs, reward = np.asarray(obs), np.asarray(reward)
+        reward = np.asarray(reward)
         vector, mask, costs = (
             np.asarray(info[k]) for k in ("reward_vector", "objective_mask", "costs")
         )
         live = self.agents
         out = (
-            {a: obs[i] for i, a in enumerate(live)},
+            self._by_agent(obs),
             {a: float(reward[i]) for i, a in enumerate(live)},
             {a: bool(terminated) for a in live},
             {a: bool(truncated) for a in live},
@@ -95,3 +107,20 @@ class PettingZooEnv(pettingzoo.ParallelEnv):
         if terminated or truncated:
             self.agents = []
         return out
+
+
+def _int8_masks(x):
+    """Boolean masks as int8, as PettingZoo's checkers expect."""
+    x = np.asarray(x)
+    return x.astype(np.int8) if x.dtype == np.bool_ else x
+
+
+def aec_env(env: Environment, params: Any = None) -> pettingzoo.AECEnv:
+    """``env`` as a PettingZoo ``AECEnv``: agents act one after the other in ``env.agents``
+    order, and the environment steps once every agent of the turn has acted (so each agent
+    observes the state at the start of the turn). The step applies the turn's actions in
+    agent order, as the environments define a turn (``gardeners`` reproduces its peer's AEC
+    order inside that step)."""
+    from pettingzoo.utils.conversions import parallel_to_aec
+
+    return parallel_to_aec(PettingZooEnv(env, params))

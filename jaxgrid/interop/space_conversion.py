@@ -16,6 +16,9 @@ def to_gymnasium(space: spaces.Space) -> gymnasium.spaces.Space:
         return gymnasium.spaces.Box(low, high, low.shape, np.dtype(space.dtype))
     if isinstance(space, spaces.Discrete):
         return gymnasium.spaces.Discrete(space.n)
+    if isinstance(space, spaces.MultiDiscrete) and np.dtype(space.dtype) == np.bool_:
+        # a mask: PettingZoo and Gymnasium carry masks as int8 MultiBinary
+        return gymnasium.spaces.MultiBinary(np.shape(space.nvec))
     if isinstance(space, spaces.MultiDiscrete):
         return gymnasium.spaces.MultiDiscrete(space.nvec, dtype=np.dtype(space.dtype))
     if isinstance(space, spaces.Dict):
