@@ -142,6 +142,18 @@ def make_train(
         env = CentralisedWrapper(env)
     env = LogWrapper(env)
     default_params = env.default_params() if params is None else params
+    obs_space = env.observation_space(default_params)
+    if isinstance(obs_space, spaces.Dict):
+        obs_space = obs_space["observation"]
+    feature_ndim = len(obs_space.shape) - 1  # per agent: > 1 for grids (gardeners' views)
+
+    def split_obs(obs):
+        """``(features, action_mask or None)``, each agent's features flattened to a vector."""
+        features, mask = _split_obs(obs)
+        if feature_ndim > 1:
+            features = features.reshape(features.shape[: features.ndim - feature_ndim] + (-1,))
+        return features, mask
+
     space = env.action_space(default_params)
     discrete = isinstance(space, spaces.Discrete)
     n = env.num_agents
@@ -199,7 +211,7 @@ def make_train(
             jax.random.split(k_env, config.num_envs), env_params
         )
         obs, env_state = shard((obs, env_state))
-        features, _ = _split_obs(obs)
+        features, _ = split_obs(obs)
         net_params = {"net": network.init(k_net, features[0])}
         if not discrete and config.distribution == "gaussian":
             net_params["log_std"] = jnp.zeros(space.shape, features.dtype)
@@ -230,7 +242,7 @@ def make_train(
     def env_step(carry, _):
         runner, env_params = carry
         key, k_act, k_env = jax.random.split(runner.key, 3)
-        features, mask = _split_obs(runner.obs)
+        features, mask = split_obs(runner.obs)
         obs_n = normalize(runner, features)
         p = runner.train_state.params
         out, value = network.apply(p["net"], obs_n)
@@ -246,7 +258,7 @@ def make_train(
         final_value = jax.lax.cond(
             jnp.any(done),
             lambda: network.apply(
-                p["net"], normalize(runner, _split_obs(info["final_observation"])[0])
+                p["net"], normalize(runner, split_obs(info["final_observation"])[0])
             )[1],
             lambda: jnp.zeros_like(value),
         )
@@ -291,7 +303,7 @@ def make_train(
         (runner, _), (traj, raw_features) = jax.lax.scan(
             env_step, (runner, env_params), None, config.num_steps
         )
-        features, _ = _split_obs(runner.obs)
+        features, _ = split_obs(runner.obs)
         _, last_value = network.apply(runner.train_state.params["net"], normalize(runner, features))
         following = jnp.concatenate([traj.value[1:], last_value[None]])
         traj = traj._replace(
@@ -409,7 +421,7 @@ def make_train(
             return act_on(key, obs)
 
         def act_on(key, obs):
-            features, mask = _split_obs(obs)
+            features, mask = split_obs(obs)
             p = runner.train_state.params
             out, _ = network.apply(p["net"], normalize(runner, features))
             dist = distribution(out, p.get("log_std"), mask, default_params)

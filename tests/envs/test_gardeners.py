@@ -135,11 +135,17 @@ def test_picture_in_the_peer_s_colours():
 
 def test_ippo_trains_on_the_masked_observation():
     from jaxgrid.train import ippo, ppo
-    from jaxgrid.wrappers import FlattenObservation
 
     env, params = jaxgrid.make("gardeners-v0", horizon=8)
     config = ppo.PPOConfig(total_steps=2 * 4 * 8, num_envs=4, num_steps=8, hidden=(8,))
-    fns = ippo.make_train(config, FlattenObservation(env), params)
-    _, metrics = jax.jit(fns.train)(KEY)
+    fns = ippo.make_train(config, env, params)  # grid views flattened by the trainer
+    runner, metrics = jax.jit(fns.train)(KEY)
     assert np.all(np.isfinite(np.asarray(metrics["value_loss"])))
     assert np.asarray(metrics["episodes"]).sum() > 0
+    # the trained policy acts on the environment's own observation, inside the mask
+    act = jax.jit(fns.policy(runner, deterministic=False))
+    obs, _ = env.reset(KEY, params)
+    for k in range(20):
+        action = np.asarray(act(jax.random.PRNGKey(k), obs))
+        mask = np.asarray(obs["action_mask"])
+        assert mask[np.arange(env.num_agents), action].all()
