@@ -294,6 +294,17 @@ def test_smartgrid_society_on_its_own_feeder_and_buses(tmp_path):
         make_from_config(path)
 
 
+def test_grid_file_beside_the_scenario(tmp_path):
+    bundled = Path(jaxgrid.__file__).parent / "envs" / "gardeners" / "grids" / "peer_example.txt"
+    shutil.copy(bundled, tmp_path / "my_grid.txt")
+    path = _scenario(
+        tmp_path, "grid.toml", 'env = "gardeners-v0"\n[params]\ngrid_file = "my_grid.txt"\n'
+    )
+    _, params = make_from_config(path)
+    _, registered = jaxgrid.make("gardeners-file-v0")
+    assert _same_params(params.layout, registered.layout)
+
+
 DSO_SCENARIO = """env = "dso33-v0"
 [params]
 feeder = "feeder.m"

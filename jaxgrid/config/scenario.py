@@ -373,8 +373,8 @@ def _declarations(path: Path, data: dict) -> Declarations:
 
 
 def _beside(params: dict[str, Any], base: Path) -> dict[str, Any]:
-    """Relative file paths of a scenario (a ``feeder`` file, a profile source's ``path``)
-    taken from the scenario file's folder."""
+    """Relative file paths of a scenario (a ``feeder`` or ``grid_file`` file, a profile
+    source's ``path``) taken from the scenario file's folder."""
 
     def resolve(value: str) -> str:
         return value if Path(value).is_absolute() else str(base / value)
@@ -383,6 +383,9 @@ def _beside(params: dict[str, Any], base: Path) -> dict[str, Any]:
     feeder = out.get("feeder")
     if isinstance(feeder, str) and Path(feeder).suffix in (".m", ".json"):
         out["feeder"] = resolve(feeder)
+    grid_file = out.get("grid_file")
+    if isinstance(grid_file, str) and Path(grid_file).suffix == ".txt":
+        out["grid_file"] = resolve(grid_file)
     for key, value in out.items():
         if isinstance(value, dict) and isinstance(value.get("path"), str):
             out[key] = {**value, "path": resolve(value["path"])}
