@@ -153,9 +153,14 @@ class Environment(abc.ABC, Generic[TState, TParams]):
         return params.replace(scalarisation=scalarisation)
 
     def baselines(self, params: TParams) -> dict[str, Any]:
-        """Reference policies ``policy(key, obs) -> action`` by name; ``random`` for every env."""
+        """Reference policies ``policy(key, obs) -> action`` by name; ``random`` for every env
+        (uniform over the actions the observation's ``action_mask`` allows, where it has one)."""
         space = self.action_space(params)
-        return {"random": lambda key, obs: space.sample(key)}
+
+        def random(key, obs):
+            return space.sample(key, obs.get("action_mask") if isinstance(obs, dict) else None)
+
+        return {"random": random}
 
     def oracle_return(self, params: TParams, state: TState) -> float | None:
         """The best return (mean over agents) an episode from ``state`` can earn with

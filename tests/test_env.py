@@ -175,3 +175,15 @@ def test_step_batch_equals_vmapped_step():
             np.testing.assert_array_equal(x, y)
         states = a[1]
     assert int(states.time[0]) == 1  # reset after the second episode, then one step
+
+
+def test_random_baseline_keeps_to_the_action_mask():
+    env = toy_envs.Doors()
+    params = env.default_params()
+    obs, state = env.reset(KEY, params)
+    obs, *_ = env.step(KEY, state, jnp.zeros(env.num_agents, jnp.int32), params)
+    mask = np.asarray(obs["action_mask"])
+    assert not mask.all()  # a door is locked on this step
+    random = jax.jit(env.baselines(params)["random"])
+    chosen = np.stack([np.asarray(random(jax.random.PRNGKey(k), obs)) for k in range(64)])
+    assert mask[np.arange(env.num_agents), chosen].all()
