@@ -78,7 +78,6 @@ class Gardeners(Environment):
 
     objective_names = OBJECTIVES
     cost_names = ()
-    observation_fields = observation.FEATURES
 
     def __init__(
         self,
@@ -111,6 +110,10 @@ class Gardeners(Environment):
         if self.observation_kind == "total":
             return self.shape
         return (2 * self.view_radius + 1,) * 2
+
+    def observation_names(self, params: GardenersParams) -> tuple[str, ...]:
+        """The features of each viewed cell (the last axis of the grid view)."""
+        return observation.FEATURES
 
     def action_space(self, params: GardenersParams) -> spaces.Discrete:
         return spaces.Discrete(len(self.action_names), (self.num_agents,))
