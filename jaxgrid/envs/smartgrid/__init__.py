@@ -22,7 +22,7 @@ from jaxgrid.envs.smartgrid.types import (
     SmartgridParams,
     SmartgridState,
 )
-from jaxgrid.registry import register
+from jaxgrid.registry import register, register_variant
 from jaxgrid.rewards.argumentation import JUDGMENTS
 from jaxgrid.rewards.scalarise import Scalarisation
 
@@ -225,27 +225,11 @@ def make_smartgrid(
     return env, params
 
 
-def _variant(name, **preset):
-    def factory(**overrides):
-        return make_smartgrid(**{**preset, **overrides, "name": name})
-
-    # the signature shows the variant's own defaults (scenario files list them)
-    signature = inspect.signature(make_smartgrid)
-    factory.__signature__ = signature.replace(
-        parameters=[
-            p.replace(default=preset.get(n, p.default))
-            for n, p in signature.parameters.items()
-            if n != "name"
-        ]
-    )
-    register(name, factory)
-
-
-_variant("smartgrid-v0")
-_variant("smartgrid-scarce-v0", generator="scarce")
-_variant("smartgrid-generous-v0", generator="generous")
-_variant("smartgrid-daily-v0", period="daily")
-_variant("smartgrid-medium-v0", households=80, offices=19)
+register_variant("smartgrid-v0", make_smartgrid)
+register_variant("smartgrid-scarce-v0", make_smartgrid, generator="scarce")
+register_variant("smartgrid-generous-v0", make_smartgrid, generator="generous")
+register_variant("smartgrid-daily-v0", make_smartgrid, period="daily")
+register_variant("smartgrid-medium-v0", make_smartgrid, households=80, offices=19)
 
 
 def make_smartgrid33(
