@@ -18,13 +18,12 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
-import os
 import sys
 import time
 import warnings
-from pathlib import Path
 
 from env_throughput import _setup_devices, measure
+from peer_table import peer_table
 
 
 def peer_rate(turns: int) -> float:
@@ -71,7 +70,6 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     _setup_devices()
     warnings.simplefilter("ignore")
-    import jax
 
     peer = peer_rate(100 if args.quick else 500)
     rows = [("ethical-gardeners 0.0.1 (Python, AEC)", 1, peer, None)]
@@ -79,21 +77,9 @@ def main(argv=None) -> int:
         steps = steps // 5 if args.quick else steps
         rate, compile_s = measure("gardeners-v0", {}, num_envs, steps, 3 if args.quick else 7)
         rows.append(("jaxgrid gardeners-v0 (jit + vmap)", num_envs, rate, compile_s))
-    lines = [
-        f"gardeners env-steps/s (one turn of 2 agents = 2 agent-steps) on "
-        f"{jax.devices()[0].device_kind}, {os.cpu_count()} cores, {len(jax.devices())} XLA "
-        "devices; median of repeated runs.",
-        "",
-        "| implementation | envs | env-steps/s | agent-steps/s | x peer | compile s |",
-        "|---|---|---|---|---|---|",
-    ]
-    for name, n, rate, compile_s in rows:
-        c = f"{compile_s:.1f}" if compile_s is not None else "-"
-        lines.append(f"| {name} | {n} | {rate:.3g} | {2 * rate:.3g} | {rate / peer:.0f} | {c} |")
-    text = "\n".join(lines)
-    print(text)
-    if args.out:
-        Path(args.out).write_text(text + "\n")
+    peer_table(
+        "gardeners env-steps/s (one turn of 2 agents = 2 agent-steps)", rows, 2, peer, args.out
+    )
     return 0
 
 

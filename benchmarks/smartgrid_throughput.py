@@ -22,6 +22,8 @@ import time
 import warnings
 from pathlib import Path
 
+from peer_table import peer_table
+
 
 def _setup_devices() -> None:
     n = os.cpu_count() or 1
@@ -140,7 +142,6 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     _setup_devices()
     warnings.simplefilter("ignore")
-    import jax
 
     peer = peer_rate(100 if args.quick else 500)
     rows = [("ethical-smart-grid 2.0.0 (Python)", 1, peer, None)]
@@ -148,20 +149,7 @@ def main(argv=None) -> int:
         steps = steps // 5 if args.quick else steps
         rate, compile_s = jaxgrid_rate(num_envs, steps, 3 if args.quick else 7)
         rows.append(("jaxgrid smartgrid-v0 (jit + vmap)", num_envs, rate, compile_s))
-    lines = [
-        f"smartgrid env-steps/s (26 agents) on {jax.devices()[0].device_kind}, "
-        f"{os.cpu_count()} cores, {len(jax.devices())} XLA devices; median of repeated runs.",
-        "",
-        "| implementation | envs | env-steps/s | agent-steps/s | x peer | compile s |",
-        "|---|---|---|---|---|---|",
-    ]
-    for name, n, rate, compile_s in rows:
-        c = f"{compile_s:.1f}" if compile_s is not None else "-"
-        lines.append(f"| {name} | {n} | {rate:.3g} | {26 * rate:.3g} | {rate / peer:.0f} | {c} |")
-    text = "\n".join(lines)
-    print(text)
-    if args.out:
-        Path(args.out).write_text(text + "\n")
+    peer_table("smartgrid env-steps/s (26 agents)", rows, 26, peer, args.out)
     return 0
 
 
