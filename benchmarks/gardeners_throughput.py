@@ -15,15 +15,14 @@ compilation, the batch split over one XLA host device per core.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import io
 import sys
 import time
 import warnings
 
-from env_throughput import _setup_devices, measure
-from peer_table import peer_table
+from env_throughput import measure
+from peer_table import side_by_side
 
 
 def peer_rate(turns: int) -> float:
@@ -62,25 +61,18 @@ def peer_rate(turns: int) -> float:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    return side_by_side(
+        argv,
+        __doc__,
+        ("ethical-gardeners 0.0.1 (Python, AEC)", peer_rate),
+        (
+            "jaxgrid gardeners-v0 (jit + vmap)",
+            lambda n, steps, repeats: measure("gardeners-v0", {}, n, steps, repeats),
+        ),
+        ((1, 2000), (256, 500), (4096, 100)),
+        "gardeners env-steps/s (one turn of 2 agents = 2 agent-steps)",
+        2,
     )
-    parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--out", help="also write the table to this markdown file")
-    args = parser.parse_args(argv)
-    _setup_devices()
-    warnings.simplefilter("ignore")
-
-    peer = peer_rate(100 if args.quick else 500)
-    rows = [("ethical-gardeners 0.0.1 (Python, AEC)", 1, peer, None)]
-    for num_envs, steps in ((1, 2000), (256, 500), (4096, 100)):
-        steps = steps // 5 if args.quick else steps
-        rate, compile_s = measure("gardeners-v0", {}, num_envs, steps, 3 if args.quick else 7)
-        rows.append(("jaxgrid gardeners-v0 (jit + vmap)", num_envs, rate, compile_s))
-    peer_table(
-        "gardeners env-steps/s (one turn of 2 agents = 2 agent-steps)", rows, 2, peer, args.out
-    )
-    return 0
 
 
 if __name__ == "__main__":

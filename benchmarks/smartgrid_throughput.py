@@ -15,21 +15,11 @@ set before JAX starts).
 
 from __future__ import annotations
 
-import argparse
-import os
 import sys
 import time
-import warnings
 from pathlib import Path
 
-from peer_table import peer_table
-
-
-def _setup_devices() -> None:
-    n = os.cpu_count() or 1
-    flags = os.environ.get("XLA_FLAGS", "")
-    if "xla_force_host_platform_device_count" not in flags:
-        os.environ["XLA_FLAGS"] = f"{flags} --xla_force_host_platform_device_count={n}".strip()
+from peer_table import side_by_side
 
 
 def peer_rate(steps: int) -> float:
@@ -134,23 +124,15 @@ def jaxgrid_rate(num_envs: int, steps: int, repeats: int):
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    return side_by_side(
+        argv,
+        __doc__,
+        ("ethical-smart-grid 2.0.0 (Python)", peer_rate),
+        ("jaxgrid smartgrid-v0 (jit + vmap)", jaxgrid_rate),
+        ((1, 1000), (256, 200), (4096, 100)),
+        "smartgrid env-steps/s (26 agents)",
+        26,
     )
-    parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--out", help="also write the table to this markdown file")
-    args = parser.parse_args(argv)
-    _setup_devices()
-    warnings.simplefilter("ignore")
-
-    peer = peer_rate(100 if args.quick else 500)
-    rows = [("ethical-smart-grid 2.0.0 (Python)", 1, peer, None)]
-    for num_envs, steps in ((1, 1000), (256, 200), (4096, 100)):
-        steps = steps // 5 if args.quick else steps
-        rate, compile_s = jaxgrid_rate(num_envs, steps, 3 if args.quick else 7)
-        rows.append(("jaxgrid smartgrid-v0 (jit + vmap)", num_envs, rate, compile_s))
-    peer_table("smartgrid env-steps/s (26 agents)", rows, 26, peer, args.out)
-    return 0
 
 
 if __name__ == "__main__":
