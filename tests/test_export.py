@@ -63,9 +63,9 @@ def test_named_action_components_and_clear_errors(tmp_path):
     assert "action[School1][buy_energy]" in cols and "payoff[Household3]" in cols
     assert "available_energy" in cols
     observed = jaxgrid.trajectory_columns(env, traj, observations=True)
-    np.testing.assert_array_equal(  # named by the environment: the global hour of the day
+    np.testing.assert_array_equal(  # the peer's layout: 3 local entries, then the hour
         observed["obs[School1][hour]"],
-        np.asarray(traj.obs)[:, 25, env.observation_names(params).index("hour")],
+        np.asarray(traj.obs)[:, 25, 3],
     )
     batched = jax.vmap(
         lambda k: jaxgrid.rollout(env, params, lambda k, o: jnp.zeros((26, 6)), k, 2)
