@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 import distrax
@@ -46,7 +47,8 @@ class BoundedPolicy(NamedTuple):
         if self.kind == "beta":
             raw = sample_beta(key, *self._concentrations())
         else:
-            raw = self._base().sample(seed=key)
+            noise = flat_draw(jax.random.normal, key, self.params.shape, self.params.dtype)
+            raw = self.params + jnp.exp(self.log_std) * noise
         return self.to_action(raw), raw
 
     def to_action(self, raw: Array) -> Array:
@@ -83,11 +85,19 @@ def n_outputs(kind: str, act_dim: int) -> int:
     return 2 * act_dim if kind == "beta" else act_dim
 
 
+def flat_draw(sampler, key, shape, dtype, **kwargs) -> Array:
+    """``sampler(key, shape, dtype)`` drawn as one flat vector, then shaped: XLA on CPU
+    vectorises along the last axis, and draws shaped ``(..., agents, 6)`` made the
+    smartgrid rollout ~10 % slower."""
+    return sampler(key, (math.prod(shape),), dtype, **kwargs).reshape(shape)
+
+
 def sample_gamma(key, alpha: Array) -> Array:
     """Gamma(``alpha``, 1) samples by Marsaglia and Tsang's rejection method, every entry at
     once: each round redraws the entries not yet accepted (at most a few rounds, as each
     proposal is accepted with probability > 0.95). ``alpha < 1`` is boosted through
     Gamma(alpha + 1) * U^(1/alpha). Much faster on CPU than an element-wise sampler."""
+    tiny = jnp.finfo(alpha.dtype).tiny
     boost = alpha < 1.0
     d = jnp.where(boost, alpha + 1.0, alpha) - 1.0 / 3.0
     c = 1.0 / jnp.sqrt(9.0 * d)
@@ -95,8 +105,8 @@ def sample_gamma(key, alpha: Array) -> Array:
     def propose(carry):
         key, value, accepted = carry
         key, k_x, k_u = jax.random.split(key, 3)
-        x = jax.random.normal(k_x, alpha.shape, alpha.dtype)
-        u = jax.random.uniform(k_u, alpha.shape, alpha.dtype, minval=jnp.finfo(alpha.dtype).tiny)
+        x = flat_draw(jax.random.normal, k_x, alpha.shape, alpha.dtype)
+        u = flat_draw(jax.random.uniform, k_u, alpha.shape, alpha.dtype, minval=tiny)
         v = (1.0 + c * x) ** 3
         ok = (v > 0) & (jnp.log(u) < 0.5 * x**2 + d - d * v + d * jnp.log(jnp.maximum(v, 1e-30)))
         take = ok & ~accepted
@@ -105,7 +115,7 @@ def sample_gamma(key, alpha: Array) -> Array:
     key, k_boost = jax.random.split(key)
     start = (key, jnp.zeros_like(alpha), jnp.zeros(alpha.shape, bool))
     _, value, _ = jax.lax.while_loop(lambda c: ~jnp.all(c[2]), propose, start)
-    u = jax.random.uniform(k_boost, alpha.shape, alpha.dtype, minval=jnp.finfo(alpha.dtype).tiny)
+    u = flat_draw(jax.random.uniform, k_boost, alpha.shape, alpha.dtype, minval=tiny)
     return jnp.where(boost, value * u ** (1.0 / alpha), value)
 
 

@@ -25,6 +25,20 @@ def test_beta_samples_follow_the_beta_law(a, b):
     assert stats.kstest(x, stats.beta(a, b).cdf).pvalue > 1e-3
 
 
+def test_gaussian_samples_follow_each_entrys_normal_law():
+    mean = jnp.array([[-0.5, 0.0, 2.0], [1.0, 0.3, -1.0]])  # (agents, entries)
+    log_std = jnp.log(jnp.array([[0.1, 1.0, 3.0], [0.5, 2.0, 0.2]]))
+    out = jnp.broadcast_to(mean, (20_000, 2, 3))
+    policy = BoundedPolicy("gaussian", out, log_std, -10.0 * jnp.ones(3), 10.0 * jnp.ones(3))
+    _, raw = policy.sample(KEY)
+    z = np.asarray((raw - mean) / jnp.exp(log_std))  # standard normal, entry by entry
+    for agent in range(2):
+        for entry in range(3):
+            assert stats.kstest(z[:, agent, entry], stats.norm.cdf).pvalue > 1e-3
+    # entries are independent draws, not copies
+    assert abs(np.corrcoef(z[:, 0, 0], z[:, 1, 2])[0, 1]) < 0.03
+
+
 @pytest.mark.parametrize("kind", ["beta", "gaussian"])
 def test_actions_stay_in_the_box_and_fixed_entries_carry_no_probability(kind):
     low = jnp.array([[0.0, -2.0, 3.0]])
