@@ -52,6 +52,9 @@ class PPOConfig:
     num_steps: int = 128  # rollout length per update
     update_epochs: int = 4
     num_minibatches: int = 4
+    # a minibatch's gradient is summed over equal chunks of at most this many network rows
+    # (transitions x agents): the same gradient, with intermediates that stay in cache
+    microbatch_rows: int | None = 20_000  # None: the whole minibatch in one pass
     gamma: float = 0.99
     gae_lambda: float = 0.95
     clip_eps: float = 0.2
@@ -77,6 +80,8 @@ class PPOConfig:
     def __post_init__(self):
         if self.num_envs * self.num_steps % self.num_minibatches:
             raise ValueError("num_envs * num_steps must be divisible by num_minibatches")
+        if self.microbatch_rows is not None and self.microbatch_rows < 1:
+            raise ValueError(f"microbatch_rows must be >= 1 or None, got {self.microbatch_rows}")
         if self.distribution not in ("beta", "gaussian"):
             raise ValueError(
                 f"distribution must be 'beta' or 'gaussian', got {self.distribution!r}"
@@ -174,6 +179,7 @@ def make_train(
     )
     n_updates = config.num_updates
     minibatch = config.num_envs * config.num_steps // config.num_minibatches
+    chunks = microbatch_count(minibatch, n, config.microbatch_rows)
     devices = jax.devices()
     mesh = (
         Mesh(devices, ("envs",))
@@ -327,9 +333,9 @@ def make_train(
             dist = distribution(out, p.get("log_std"), batch.mask, env_params)
             new_log_prob = log_prob(dist, batch.raw_action)
             ratio = jnp.exp(new_log_prob - batch.log_prob)
-            adv = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
             surrogate = jnp.minimum(
-                ratio * adv, jnp.clip(ratio, 1 - config.clip_eps, 1 + config.clip_eps) * adv
+                ratio * advantages,
+                jnp.clip(ratio, 1 - config.clip_eps, 1 + config.clip_eps) * advantages,
             )
             actor_loss = -surrogate.mean()
             value_loss = (value - targets) ** 2
@@ -343,6 +349,26 @@ def make_train(
             total = actor_loss + config.vf_coef * value_loss - config.ent_coef * entropy
             return total, (actor_loss, value_loss, entropy)
 
+        def minibatch_gradient(p, batch, advantages, targets):
+            """``(gradient, losses)`` of the minibatch's mean loss, summed over ``chunks``."""
+            advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
+            grad_fn = jax.grad(loss_fn, has_aux=True)
+            if chunks == 1:
+                return grad_fn(p, batch, advantages, targets)
+            split = jax.tree_util.tree_map(
+                lambda x: x.reshape((chunks, -1) + x.shape[1:]), (batch, advantages, targets)
+            )
+
+            def accumulate(total, chunk):
+                grads, losses = grad_fn(p, *chunk)
+                return jax.tree_util.tree_map(jnp.add, total, grads), losses
+
+            zeros = jax.tree_util.tree_map(jnp.zeros_like, p)
+            total, losses = jax.lax.scan(accumulate, zeros, split)
+            # equal chunks: the means of the chunks' means are the minibatch's means
+            mean_grads = jax.tree_util.tree_map(lambda g: g / chunks, total)
+            return mean_grads, jax.tree_util.tree_map(lambda x: x.mean(0), losses)
+
         def update_epoch(carry, _):
             state, key = carry
             key, k_perm = jax.random.split(key)
@@ -350,15 +376,16 @@ def make_train(
             batch = jax.tree_util.tree_map(
                 lambda x: x.reshape((-1,) + x.shape[2:]), batch
             )  # (T * E, ...)
-            perm = jax.random.permutation(k_perm, config.num_steps * config.num_envs)
+            if config.num_minibatches > 1:  # one minibatch: its mean loss ignores the order
+                perm = jax.random.permutation(k_perm, config.num_steps * config.num_envs)
+                batch = jax.tree_util.tree_map(lambda x: x[perm], batch)
             batch = jax.tree_util.tree_map(
-                lambda x: x[perm].reshape((config.num_minibatches, minibatch) + x.shape[1:]), batch
+                lambda x: x.reshape((config.num_minibatches, minibatch) + x.shape[1:]), batch
             )
 
             def update_minibatch(state, mb):
-                b, adv, tgt = mb
-                grads, aux = jax.grad(loss_fn, has_aux=True)(state.params, b, adv, tgt)
-                return state.apply_gradients(grads=grads), aux
+                grads, losses = minibatch_gradient(state.params, *mb)
+                return state.apply_gradients(grads=grads), losses
 
             state, losses = jax.lax.scan(update_minibatch, state, batch)
             return (state, key), losses
@@ -440,6 +467,17 @@ def make_train(
         env=user_env,
         config=config,
     )
+
+
+def microbatch_count(minibatch: int, agents: int, max_rows: int | None) -> int:
+    """The fewest equal chunks of a ``minibatch`` of transitions (each ``agents`` network
+    rows) with at most ``max_rows`` rows each (a divisor of ``minibatch``; 1 for None)."""
+    if max_rows is None:
+        return 1
+    for count in range(1, minibatch):
+        if minibatch % count == 0 and minibatch * agents <= max_rows * count:
+            return count
+    return minibatch
 
 
 def episode_metrics(info: dict) -> dict:
