@@ -11,9 +11,11 @@ kind of 2-core machine, its own PPO through Rejax and its typed IPPO, see
 separate (or shared-trunk) 128-128 MLPs on 128 environments x 48 steps, 4 epochs.
 
 "matmul bound" is the speed no implementation of the same networks and batch can pass on
-this machine: the FLOPs of the networks' matrix products per environment step (rollout
-forward pass; per epoch forward pass, weight and input gradients), divided by the FLOP/s
-that ``tanh(x @ w)`` reaches here at the batch's hidden-layer size (best of repeats).
+this machine: the time the networks' matrix products alone take per environment step — the
+rollout's forward pass at ``envs x agents`` rows, then per epoch the forward pass, weight
+and input gradients at the rows of one gradient pass — each at the FLOP/s that
+``tanh(x @ w)`` reaches here at that many rows and the widest hidden layer (best of
+repeats, 50 products per timed call so that no dispatch overhead is counted).
 """
 
 from __future__ import annotations
@@ -38,8 +40,8 @@ CASES = [
      dict(POWERZOOJAX, num_minibatches=1, shared_torso=True), 1.2e4, 2.0),
     ("tuned (README result)", "smartgrid-v0", {}, "ippo", dict(), None, None),
     ("small network", "smartgrid-v0", {}, "ippo",
-     dict(num_envs=256, num_steps=32, hidden=(16,), update_epochs=1, num_minibatches=1),
-     None, None),
+     dict(num_envs=512, num_steps=32, hidden=(16,), shared_torso=True, update_epochs=1,
+          num_minibatches=1), None, None),
     ("tuned (README result)", "arbitrage-v0", {}, "ppo", dict(), None, None),
     ("tuned (README result)", "voltage33-v0", {}, "ippo", dict(), None, None),
 ]  # fmt: skip
@@ -70,32 +72,44 @@ def network_flops(net_params, agent_types) -> tuple[float, float]:
     return forward, first
 
 
-def matmul_rate(rows: int, width: int, repeats: int) -> float:
+def matmul_rate(rows: int, width: int, repeats: int, products: int = 50) -> float:
     """FLOP/s of ``tanh(x @ w)`` at ``(rows, width) @ (width, width)``: what this machine's
-    matrix products reach at the size of the training batch's hidden layers."""
+    matrix products reach at the size of a pass's hidden layers (``products`` chained in
+    one compiled loop, so that dispatch is not counted)."""
     import jax
     import jax.numpy as jnp
 
-    x, w = jnp.ones((rows, width)), jnp.ones((width, width))
-    layer = jax.jit(lambda x, w: jnp.tanh(x @ w))
-    jax.block_until_ready(layer(x, w))
+    x, w = jnp.ones((rows, width)), jnp.full((width, width), 1.0 / width)
+    chain = jax.jit(lambda x, w: jax.lax.fori_loop(0, products, lambda _, h: jnp.tanh(h @ w), x))
+    jax.block_until_ready(chain(x, w))
     best = float("inf")
     for _ in range(repeats):
         t0 = time.perf_counter()
-        jax.block_until_ready(layer(x, w))
+        jax.block_until_ready(chain(x, w))
         best = min(best, time.perf_counter() - t0)
-    return 2.0 * rows * width * width / best
+    return products * 2.0 * rows * width * width / best
+
+
+def pass_rows(ppo, agents: int) -> int:
+    """Network rows (transitions x agents) in one gradient pass of a minibatch."""
+    from jaxgrid.train.ppo import microbatch_count
+
+    minibatch = ppo.num_envs * ppo.num_steps // ppo.num_minibatches
+    return minibatch * agents // microbatch_count(minibatch, agents, ppo.microbatch_rows)
 
 
 def matmul_bound(ppo, net_params, agent_types, repeats: int) -> float:
     """Env-steps/s above which training cannot run on this machine, counting only the
-    networks' matrix products at the measured product rate: per environment step, one
+    networks' matrix products at the measured product rates: per environment step, one
     forward pass in the rollout, then per epoch a forward pass, weight gradients and
     input gradients of every layer but the first."""
     forward, first = network_flops(net_params, agent_types)
-    flops = 2 * forward + ppo.update_epochs * (2 * forward + 2 * forward + 2 * (forward - first))
-    rows = ppo.num_envs * ppo.num_steps * len(agent_types) // ppo.num_minibatches
-    return matmul_rate(rows, max(ppo.hidden), repeats) / flops
+    width, agents = max(ppo.hidden), len(agent_types)
+    update_flops = ppo.update_epochs * (2 * forward + 2 * forward + 2 * (forward - first))
+    rollout_rate = matmul_rate(ppo.num_envs * agents, width, repeats)
+    update_rate = matmul_rate(pass_rows(ppo, agents), width, repeats)
+    seconds = 2 * forward / rollout_rate + update_flops / update_rate
+    return 1.0 / seconds
 
 
 def measure(env_name, env_kwargs, algo, fields, updates: int, repeats: int):
@@ -144,8 +158,9 @@ def main(argv=None) -> int:
         "updates after compilation.",
         "",
         "| algo | env | agents | case | network | envs x steps | epochs x minibatches "
-        "| env-steps/s | agent-steps/s | goal | matmul bound | compile s |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| rows per gradient pass | env-steps/s | agent-steps/s | goal | matmul bound "
+        "| compile s |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     print("\n".join(lines), flush=True)
     for label, env_name, env_kwargs, algo, fields, reference, factor in CASES:
@@ -165,7 +180,7 @@ def main(argv=None) -> int:
         row = (
             f"| {algo} | {env_name} | {agents} | {label} | {network} | "
             f"{ppo.num_envs} x {ppo.num_steps} | {ppo.update_epochs} x {ppo.num_minibatches} | "
-            f"{rate:.3g} | {rate * agents:.3g} | {goal} | {bound:.3g} | {compile_s:.1f} |"
+            f"{pass_rows(ppo, agents if algo == 'ippo' else 1)} | {rate:.3g} | {rate * agents:.3g} | {goal} | {bound:.3g} | {compile_s:.1f} |"
         )
         lines.append(row)
         print(row, flush=True)
