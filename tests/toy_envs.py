@@ -204,3 +204,54 @@ class Doors(Environment):
             truncated=state.time >= self.horizon,
             info={"locked_opened": jnp.sum(~allowed)},
         )
+
+
+@struct.dataclass
+class PublicGoodsParams:
+    multiplier: jax.Array  # the pot is multiplied by this and shared among all agents
+    scalarisation: Scalarisation
+
+
+class PublicGoods(Environment):
+    """A public-goods game, a social dilemma: each agent keeps (0) or contributes (1) one
+    unit; agent ``j`` receives ``-c_j + multiplier * mean(c)``. With ``1 < multiplier <
+    num_agents`` keeping is every agent's best reply, while contributing maximises the
+    agents' mean reward. Observation: the time, ``(n, 1)``."""
+
+    objective_names = ("payoff",)
+    cost_names = ()
+
+    def __init__(self, num_agents: int = 2, horizon: int = 4):
+        self.agents = tuple(f"player_{i}" for i in range(num_agents))
+        self.agent_types = ("player",) * num_agents
+        self.horizon = horizon
+
+    def default_params(self):
+        return PublicGoodsParams(multiplier=jnp.float32(1.5), scalarisation=Scalarisation.create(1))
+
+    def observation_space(self, params):
+        return spaces.Box(0.0, 1.0, (self.num_agents, 1))
+
+    def action_space(self, params):
+        return spaces.Discrete(2, (self.num_agents,))
+
+    def observe(self, state, params):
+        return jnp.full((self.num_agents, 1), state.time / self.horizon, jnp.float32)
+
+    def reset_env(self, key, params):
+        state = DoorsState(time=jnp.zeros((), jnp.int32))
+        return self.observe(state, params), state
+
+    def transition(self, key, state, action, params):
+        contribution = action.astype(jnp.float32)
+        payoff = -contribution + params.multiplier * jnp.mean(contribution)
+        state = DoorsState(time=state.time + 1)
+        return Transition(
+            obs=self.observe(state, params),
+            state=state,
+            reward_vector=payoff[:, None],
+            costs=jnp.zeros((self.num_agents, 0)),
+            terminated=jnp.zeros((), bool),
+            truncated=state.time >= self.horizon,
+            info={"contributed": jnp.mean(contribution)},
+        )

@@ -70,6 +70,9 @@ class PPOConfig:
     normalize_obs: bool = True
     normalize_reward: bool = True
     agent_ids: bool = True
+    # each agent learns from (1 - team_spirit) * its reward + team_spirit * the agents' mean
+    # reward (OpenAI Five's team spirit): 0 is independent learners, 1 a cooperative team
+    team_spirit: float = 0.0
     shard_envs: bool = True  # split the environments over all local devices
     log_every: int = 0  # call the log function every this many updates (0: never)
 
@@ -82,6 +85,8 @@ class PPOConfig:
             raise ValueError("num_envs * num_steps must be divisible by num_minibatches")
         if self.microbatch_rows is not None and self.microbatch_rows < 1:
             raise ValueError(f"microbatch_rows must be >= 1 or None, got {self.microbatch_rows}")
+        if not 0.0 <= self.team_spirit <= 1.0:
+            raise ValueError(f"team_spirit must be in [0, 1], got {self.team_spirit}")
         if self.distribution not in ("beta", "gaussian"):
             raise ValueError(
                 f"distribution must be 'beta' or 'gaussian', got {self.distribution!r}"
@@ -259,6 +264,9 @@ def make_train(
         )
         obs, env_state = shard((obs, env_state))
         done = (terminated | truncated)[:, None]
+        if config.team_spirit:
+            team = jnp.mean(reward, axis=-1, keepdims=True)
+            reward = (1.0 - config.team_spirit) * reward + config.team_spirit * team
         # the value after a step is the next step's value, except where an episode ended:
         # there it is the final observation's (evaluated only on steps where one ended)
         final_value = jax.lax.cond(
