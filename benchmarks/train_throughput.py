@@ -180,7 +180,8 @@ def main(argv=None) -> int:
         row = (
             f"| {algo} | {env_name} | {agents} | {label} | {network} | "
             f"{ppo.num_envs} x {ppo.num_steps} | {ppo.update_epochs} x {ppo.num_minibatches} | "
-            f"{pass_rows(ppo, agents if algo == 'ippo' else 1)} | {rate:.3g} | {rate * agents:.3g} | {goal} | {bound:.3g} | {compile_s:.1f} |"
+            f"{pass_rows(ppo, agents if algo == 'ippo' else 1)} | {rate:.3g} | "
+            f"{rate * agents:.3g} | {goal} | {bound:.3g} | {compile_s:.1f} |"
         )
         lines.append(row)
         print(row, flush=True)

@@ -6,10 +6,12 @@ whole training — rollouts, advantage estimation, minibatch updates — in one
 reward weightings). The functions below read in the order they run:
 
 1. ``init``: networks, optimiser, environments, normalisation statistics;
-2. ``env_step``: act in every environment (``env.step_batch``), remember the transition;
+2. ``env_step``: act in every environment (``env.step_batch``), remember the transition
+   (with ``team_spirit``, each agent's reward blended with the agents' mean);
 3. ``update_step``: a rollout of ``num_steps``, truncation-aware GAE
    (:mod:`jaxgrid.train.gae`), then ``update_epochs`` passes of minibatch updates of the
-   clipped surrogate, clipped value loss and entropy bonus;
+   clipped surrogate, clipped value loss and entropy bonus (each minibatch's gradient summed
+   over chunks of at most ``microbatch_rows`` rows);
 4. ``run_updates``: a scan of update steps that logs every ``log_every``-th through a host
    callback; ``train``: ``init`` then all ``num_updates`` of them. A checkpointing driver
    (:mod:`jaxgrid.train.run`) calls ``run_updates`` in chunks instead.
