@@ -69,6 +69,7 @@ class PPOConfig:
     hidden: tuple[int, ...] = (64, 64)
     shared_torso: bool = False  # actor and critic heads on one MLP (PowerZooJax's IPPO)
     distribution: str = "beta"  # or "gaussian" for Box actions
+    log_std_init: float = 0.0  # the Gaussian's initial log standard deviation (half-ranges)
     normalize_obs: bool = True
     normalize_reward: bool = True
     agent_ids: bool = True
@@ -227,7 +228,7 @@ def make_train(
         features, _ = split_obs(obs)
         net_params = {"net": network.init(k_net, features[0])}
         if not discrete and config.distribution == "gaussian":
-            net_params["log_std"] = jnp.zeros(space.shape, features.dtype)
+            net_params["log_std"] = jnp.full(space.shape, config.log_std_init, features.dtype)
         if config.anneal_lr:
             total = n_updates * config.update_epochs * config.num_minibatches
             lr = optax.linear_schedule(config.lr, 0.0, total)

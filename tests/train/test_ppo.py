@@ -88,6 +88,13 @@ def test_team_spirit_turns_a_social_dilemma_from_keeping_to_contributing():
     assert contributed[1.0] > 0.9
 
 
+def test_gaussian_policy_starts_from_the_configured_spread():
+    env = Tanks(num_agents=2)
+    config = ppo.PPOConfig(num_envs=4, num_steps=4, distribution="gaussian", log_std_init=-1.5)
+    runner = ippo.make_train(config, env).init(KEY)
+    np.testing.assert_array_equal(runner.train_state.params["log_std"], np.full((2, 1), -1.5))
+
+
 def test_one_network_per_agent_type():
     env = TwoKinds()
     config = ppo.PPOConfig(total_steps=256, num_envs=4, num_steps=8, agent_ids=False)
