@@ -25,6 +25,7 @@ agents themselves with agent-id features.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -360,25 +361,12 @@ def make_train(
             total = actor_loss + config.vf_coef * value_loss - config.ent_coef * entropy
             return total, (actor_loss, value_loss, entropy)
 
+        grad_fn = jax.grad(loss_fn, has_aux=True)
+
         def minibatch_gradient(p, batch, advantages, targets):
-            """``(gradient, losses)`` of the minibatch's mean loss, summed over ``chunks``."""
+            """``(gradient, losses)`` of the minibatch's mean loss, over ``chunks`` chunks."""
             advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
-            grad_fn = jax.grad(loss_fn, has_aux=True)
-            if chunks == 1:
-                return grad_fn(p, batch, advantages, targets)
-            split = jax.tree_util.tree_map(
-                lambda x: x.reshape((chunks, -1) + x.shape[1:]), (batch, advantages, targets)
-            )
-
-            def accumulate(total, chunk):
-                grads, losses = grad_fn(p, *chunk)
-                return jax.tree_util.tree_map(jnp.add, total, grads), losses
-
-            zeros = jax.tree_util.tree_map(jnp.zeros_like, p)
-            total, losses = jax.lax.scan(accumulate, zeros, split)
-            # equal chunks: the means of the chunks' means are the minibatch's means
-            mean_grads = jax.tree_util.tree_map(lambda g: g / chunks, total)
-            return mean_grads, jax.tree_util.tree_map(lambda x: x.mean(0), losses)
+            return chunked_gradient(grad_fn, chunks, p, batch, advantages, targets)
 
         def update_epoch(carry, _):
             state, key = carry
@@ -478,6 +466,25 @@ def make_train(
         env=user_env,
         config=config,
     )
+
+
+def chunked_gradient(grad_fn: Callable, chunks: int, params, *batch):
+    """``grad_fn(params, *batch)`` (``(gradient, aux)`` of a loss that is a mean over the
+    leading axis of ``batch``) computed over ``chunks`` equal chunks of that axis in a
+    ``lax.scan``: the same gradient, with intermediates a ``chunks``-th the size."""
+    if chunks == 1:
+        return grad_fn(params, *batch)
+    split = jax.tree_util.tree_map(lambda x: x.reshape((chunks, -1) + x.shape[1:]), batch)
+
+    def accumulate(total, chunk):
+        grads, aux = grad_fn(params, *chunk)
+        return jax.tree_util.tree_map(jnp.add, total, grads), aux
+
+    zeros = jax.tree_util.tree_map(jnp.zeros_like, params)
+    total, aux = jax.lax.scan(accumulate, zeros, split)
+    # equal chunks: the mean of the chunks' means is the whole batch's mean
+    mean = functools.partial(jax.tree_util.tree_map, lambda x: x / chunks)
+    return mean(total), jax.tree_util.tree_map(lambda x: x.mean(0), aux)
 
 
 def microbatch_count(minibatch: int, agents: int, max_rows: int | None) -> int:

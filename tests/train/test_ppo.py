@@ -195,6 +195,24 @@ def test_gradients_summed_over_microbatches_equal_the_whole_minibatch_gradient(a
     assert max(jax.tree_util.tree_leaves(moved)) > 1e-3
 
 
+@pytest.mark.parametrize("chunks", [2, 5])
+def test_chunked_gradient_equals_jax_grad_of_the_whole_batch(chunks):
+    x = jax.random.normal(KEY, (20, 3))
+    y = jax.random.normal(jax.random.PRNGKey(1), (20,))
+    params = {"w": jnp.array([0.3, -1.0, 2.0]), "b": jnp.float32(0.5)}
+
+    def loss(p, x, y):
+        error = x @ p["w"] + p["b"] - y
+        return jnp.mean(error**2), jnp.mean(error)
+
+    grad_fn = jax.grad(loss, has_aux=True)
+    grads, aux = ppo.chunked_gradient(grad_fn, chunks, params, x, y)
+    error = x @ params["w"] + params["b"] - y  # by hand: d/dw mean(e^2) = 2 x^T e / n
+    np.testing.assert_allclose(grads["w"], 2 * x.T @ error / 20, rtol=1e-5)
+    np.testing.assert_allclose(grads["b"], 2 * error.mean(), rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(aux, error.mean(), rtol=1e-5, atol=1e-7)
+
+
 def test_microbatches_are_the_fewest_equal_chunks_within_the_row_limit():
     # 96 transitions x 2 agents = 192 rows
     assert ppo.microbatch_count(96, 2, None) == 1
