@@ -109,6 +109,9 @@ class Runner:
     discounted_return: jax.Array  # (envs, agents) running discounted return, for reward scaling
     key: jax.Array
     update: jax.Array  # () int32 updates done
+    # sums over the episodes ended since the last log (:func:`episode_sums`): a log reports
+    # every episode, also those that ended in updates between two logs
+    since_log: dict
     member: jax.Array  # () int32 which member of a sweep (seed, scenario) this run is
 
 
@@ -133,6 +136,9 @@ class Transition(NamedTuple):
     terminated: jax.Array
     truncated: jax.Array
     info: dict
+
+
+EPISODE_FIELDS = ("episode_return", "episode_objectives", "episode_costs")
 
 
 def _split_obs(obs):
@@ -247,7 +253,18 @@ def make_train(
             key=k_run,
             update=jnp.zeros((), jnp.int32),
             member=jnp.asarray(member, jnp.int32),
+            since_log=no_episodes(),
         )
+
+    def no_episodes() -> dict:
+        """Zero :func:`episode_sums` (the log wrapper's accumulators' dtype)."""
+        zeros = functools.partial(jnp.zeros, dtype=jnp.result_type(float))
+        return {
+            "episodes": zeros(()),
+            "episode_return": zeros(()),
+            "episode_objectives": zeros(len(env.objective_names)),
+            "episode_costs": zeros(len(env.cost_names)),
+        }
 
     def normalize(runner: Runner, features):
         return runner.obs_stats.normalize(features) if config.normalize_obs else features
@@ -399,7 +416,9 @@ def make_train(
         runner = runner.replace(
             train_state=state, obs_stats=obs_stats, key=key, update=runner.update + 1
         )
-        metrics = episode_metrics(traj.info)
+        ended = episode_sums(traj.info)
+        runner = runner.replace(since_log=jax.tree_util.tree_map(jnp.add, runner.since_log, ended))
+        metrics = episode_means(ended)
         metrics.update(
             actor_loss=losses[0].mean(),
             value_loss=losses[1].mean(),
@@ -420,12 +439,13 @@ def make_train(
             runner, done = carry  # ``done`` stays unbatched under vmap, so the cond stays a cond
             runner, metrics = update_step(runner, env_params)
             if log is not None and config.log_every:
-                jax.lax.cond(
-                    (done + 1) % config.log_every == 0,
-                    lambda m: jax.debug.callback(log, m),
-                    lambda m: None,
-                    metrics,
+                logs = (done + 1) % config.log_every == 0
+                logged = dict(metrics, **episode_means(runner.since_log))
+                jax.lax.cond(logs, lambda m: jax.debug.callback(log, m), lambda m: None, logged)
+                since_log = jax.tree_util.tree_map(
+                    lambda x: jnp.where(logs, jnp.zeros_like(x), x), runner.since_log
                 )
+                runner = runner.replace(since_log=since_log)
             return (runner, done + 1), metrics
 
         (runner, _), metrics = jax.lax.scan(
@@ -498,19 +518,22 @@ def microbatch_count(minibatch: int, agents: int, max_rows: int | None) -> int:
     return minibatch
 
 
-def episode_metrics(info: dict) -> dict:
-    """Mean return, objectives and costs of the episodes that ended during a rollout."""
+def episode_sums(info: dict) -> dict:
+    """Count of the episodes that ended during a rollout, and the sums over them of the
+    return, objectives and costs (each an episode's mean over agents)."""
     ended = info["returned_episode"]  # (T, E)
-    count = jnp.maximum(jnp.sum(ended), 1)
 
-    def mean_over_ended(x):  # x: (T, E, agents, ...) -> mean over ended episodes and agents
+    def sum_over_ended(x):  # x: (T, E, agents, ...) -> sum over ended episodes, mean over agents
         per_env = jnp.mean(x, axis=2)
         mask = ended.reshape(ended.shape + (1,) * (per_env.ndim - 2))
-        return jnp.sum(jnp.where(mask, per_env, 0.0), axis=(0, 1)) / count
+        return jnp.sum(jnp.where(mask, per_env, 0.0), axis=(0, 1))
 
-    return {
-        "episodes": jnp.sum(ended),
-        "episode_return": mean_over_ended(info["episode_return"]),
-        "episode_objectives": mean_over_ended(info["episode_objectives"]),
-        "episode_costs": mean_over_ended(info["episode_costs"]),
-    }
+    sums = {k: sum_over_ended(info[k]) for k in EPISODE_FIELDS}
+    return dict(sums, episodes=jnp.sum(ended).astype(sums["episode_return"].dtype))
+
+
+def episode_means(sums: dict) -> dict:
+    """:func:`episode_sums` as the number of episodes and the means over them."""
+    count = jnp.maximum(sums["episodes"], 1)
+    means = {k: sums[k] / count for k in EPISODE_FIELDS}
+    return dict(means, episodes=sums["episodes"].astype(jnp.int32))

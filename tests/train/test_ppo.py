@@ -95,6 +95,32 @@ def test_gaussian_policy_starts_from_the_configured_spread():
     np.testing.assert_array_equal(runner.train_state.params["log_std"], np.full((2, 1), -1.5))
 
 
+def test_a_log_reports_every_episode_ended_since_the_previous_log():
+    env = Tanks(num_agents=2, horizon=5)
+    params = env.default_params().replace(stop_level=jnp.float32(2.0))  # never terminates
+    config = ppo.PPOConfig(
+        total_steps=4 * 4 * 6, num_envs=4, num_steps=4, log_every=3, distribution="gaussian"
+    )
+    logged = []
+    fns = ippo.make_train(config, env, params, log=lambda m: logged.append(jax.device_get(m)))
+    metrics = jax.device_get(jax.jit(fns.train)(KEY)[1])
+    jax.effects_barrier()
+    # 4-step updates, 5-step episodes: episodes end at steps 5, 10 (updates 2, 3) and
+    # 15, 20 (updates 4, 5) in each of the 4 environments; logs come after updates 3 and 6
+    np.testing.assert_array_equal(metrics["episodes"], [0, 4, 4, 4, 4, 0])
+    assert [int(m["update"]) for m in logged] == [3, 6]
+    assert [int(m["episodes"]) for m in logged] == [8, 8]
+    for log, updates in zip(logged, ([1, 2], [3, 4])):
+        np.testing.assert_allclose(
+            log["episode_return"], np.mean(metrics["episode_return"][updates]), rtol=1e-6
+        )
+        np.testing.assert_allclose(
+            log["episode_objectives"],
+            np.mean(metrics["episode_objectives"][updates], axis=0),
+            rtol=1e-6,
+        )
+
+
 def test_one_network_per_agent_type():
     env = TwoKinds()
     config = ppo.PPOConfig(total_steps=256, num_envs=4, num_steps=8, agent_ids=False)
