@@ -144,7 +144,8 @@ def evaluate_baselines(env: Environment, params: Any, key, episodes: int = 32) -
 
 def score(policies: dict, baselines: dict, best_possible: float | None) -> dict:
     """Each policy's return between the reference baseline (0) and the best of the baselines
-    and the oracle (1), beside all results."""
+    and the oracle (1), beside all results; ``None`` where the reference is the best (an
+    env whose only baseline is random)."""
     reference_name = next(n for n in REFERENCES if n in baselines)
     reference = baselines[reference_name]["return"]
     candidates = {n: r["return"] for n, r in baselines.items()}
@@ -153,8 +154,7 @@ def score(policies: dict, baselines: dict, best_possible: float | None) -> dict:
     best_name = max(candidates, key=candidates.get)
     span = candidates[best_name] - reference
     scores = {
-        n: (r["return"] - reference) / span if span > 0 else float("nan")
-        for n, r in policies.items()
+        n: (r["return"] - reference) / span if span > 0 else None for n, r in policies.items()
     }
     return {
         "results": {**policies, **baselines},

@@ -223,7 +223,7 @@ def evaluate_run(out, episodes: int | None = None) -> dict:
 
 def _write_report(out: Path, report: dict) -> dict:
     """Write ``eval.json`` and ``learning_curve.png`` for ``report``; return it."""
-    (out / "eval.json").write_text(json.dumps(report, indent=2) + "\n")
+    (out / "eval.json").write_text(json.dumps(report, indent=2, allow_nan=False) + "\n")
     plot_learning_curve(out, report)
     return report
 
@@ -252,10 +252,11 @@ def evaluate_runners(run: Run, runners: Any) -> dict:
             evaluate_baselines(env, params, key, episodes),
             oracle(env, params, key, episodes),
         )
-        seed_scores = np.array(list(report["scores"].values()))
+        seed_scores = list(report["scores"].values())
         report["policy"] = _mean_results(list(policies.values()))
-        report["score_mean"] = float(np.mean(seed_scores))
-        report["score_std"] = float(np.std(seed_scores))
+        scored = None not in seed_scores
+        report["score_mean"] = float(np.mean(seed_scores)) if scored else None
+        report["score_std"] = float(np.std(seed_scores)) if scored else None
         if config.weights:
             report["weights"] = list(config.weights[s])
         scenarios.append(report)

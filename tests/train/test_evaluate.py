@@ -6,6 +6,8 @@ uniformly among the open doors: 0.45 on even steps, (0.1 + 0.5 + 0.2) / 3 on odd
 (door 2 is locked), 2.867 per episode (standard deviation 0.55 for the mean of 2 agents).
 """
 
+import json
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -57,6 +59,13 @@ def test_score_without_oracle_uses_the_best_baseline():
     report = score({"a": {"return": -2.0}, "b": {"return": -3.0}}, baselines, None)
     assert report["score_reference"] == "no_control" and report["score_best"] == "droop"
     assert report["scores"] == {"a": pytest.approx(0.5), "b": pytest.approx(0.0)}
+
+
+def test_no_score_where_random_is_the_only_baseline():
+    report = score({"a": {"return": 5.0}}, {"random": {"return": 1.0}}, None)
+    assert report["score_reference"] == report["score_best"] == "random"
+    assert report["scores"] == {"a": None}  # undefined, and null in eval.json (not NaN)
+    assert json.loads(json.dumps(report, allow_nan=False))["scores"] == {"a": None}
 
 
 def test_an_episode_that_terminates_stops_counting():
