@@ -5,7 +5,8 @@ whole training — rollouts, advantage estimation, minibatch updates — in one
 ``lax.scan`` and is jittable and vmappable over keys (seeds) and over ``params`` (scenarios,
 reward weightings). The functions below read in the order they run:
 
-1. ``init``: networks, optimiser, environments, normalisation statistics;
+1. ``init``: networks, optimiser, environments (with ``stagger_starts``, each advanced a
+   random number of steps into its episode), normalisation statistics;
 2. ``env_step``: act in every environment (``env.step_batch``), remember the transition
    (with ``team_spirit``, each agent's reward blended with the agents' mean);
 3. ``update_step``: a rollout of ``num_steps``, truncation-aware GAE
@@ -77,6 +78,10 @@ class PPOConfig:
     # each agent learns from (1 - team_spirit) * its reward + team_spirit * the agents' mean
     # reward (OpenAI Five's team spirit): 0 is independent learners, 1 a cooperative team
     team_spirit: float = 0.0
+    # start each environment a uniform random number of steps (< horizon) into its first
+    # episode, played with random actions, so that every batch mixes all parts of an
+    # episode (long episodes whose reward changes with time: smartgrid-v0's 10000 steps)
+    stagger_starts: bool = False
     shard_envs: bool = True  # split the environments over all local devices
     log_every: int = 0  # call the log function every this many updates (0: never)
 
@@ -226,11 +231,41 @@ def make_train(
 
     # -- 1. init -----------------------------------------------------------------------
 
+    def stagger(key, obs, env_state, env_params):
+        """Advance environment ``i`` by ``offset_i ~ U{0, ..., horizon - 1}`` steps of
+        random actions (the scan runs ``horizon - 1`` steps and keeps the states of the
+        environments whose offset is not yet reached)."""
+        k_offset, k_run = jax.random.split(key)
+        offset = jax.random.randint(k_offset, (config.num_envs,), 0, env.horizon)
+
+        def advance(carry, step):
+            obs, env_state = carry
+            t, key = step
+            k_act, k_env = jax.random.split(key)
+            mask = split_obs(obs)[1]
+            sample = jax.vmap(space.sample, in_axes=(0, None if mask is None else 0))
+            action = sample(jax.random.split(k_act, config.num_envs), mask)
+            stepped = env.step_batch(
+                jax.random.split(k_env, config.num_envs), env_state, action, env_params
+            )[:2]
+            return jax.tree_util.tree_map(
+                lambda new, old: jnp.where(
+                    (t < offset).reshape((-1,) + (1,) * (new.ndim - 1)), new, old
+                ),
+                stepped,
+                (obs, env_state),
+            ), None
+
+        steps = (jnp.arange(env.horizon - 1), jax.random.split(k_run, env.horizon - 1))
+        return jax.lax.scan(advance, (obs, env_state), steps)[0]
+
     def init(key, env_params=default_params, member=0) -> Runner:
         k_net, k_env, k_run = jax.random.split(key, 3)
         obs, env_state = jax.vmap(env.reset, in_axes=(0, None))(
             jax.random.split(k_env, config.num_envs), env_params
         )
+        if config.stagger_starts:
+            obs, env_state = stagger(jax.random.fold_in(k_env, 1), obs, env_state, env_params)
         obs, env_state = shard((obs, env_state))
         features, _ = split_obs(obs)
         net_params = {"net": network.init(k_net, features[0])}

@@ -1,5 +1,7 @@
 """PPO and IPPO: learning on toy tasks with known optima, masks, per-type networks, traces."""
 
+import dataclasses
+
 import chex
 import jax
 import jax.numpy as jnp
@@ -119,6 +121,31 @@ def test_a_log_reports_every_episode_ended_since_the_previous_log():
             np.mean(metrics["episode_objectives"][updates], axis=0),
             rtol=1e-6,
         )
+
+
+@pytest.mark.parametrize("algo", [ppo, ippo])
+def test_staggered_starts_spread_the_environments_uniformly_over_the_episode(algo):
+    from scipy import stats
+
+    env = Tanks(num_agents=2, horizon=40)
+    params = env.default_params().replace(stop_level=jnp.float32(2.0))  # never terminates
+    config = ppo.PPOConfig(num_envs=512, num_steps=4, distribution="gaussian")
+    fresh = algo.make_train(config, env, params).init(KEY)
+    assert np.all(np.asarray(fresh.env_state.env_state.time) == 0)
+
+    staggered = dataclasses.replace(config, stagger_starts=True)
+    runner = jax.jit(algo.make_train(staggered, env, params).init)(KEY)
+    time = np.asarray(runner.env_state.env_state.time)
+    # each environment sits at its own offset, uniform on 0 .. horizon - 1
+    counts = np.bincount(time, minlength=env.horizon)
+    assert counts.size == env.horizon
+    assert stats.chisquare(counts).pvalue > 1e-3
+    # the observation the policy sees first is that of the staggered state
+    obs = np.asarray(runner.obs).reshape(512, env.num_agents, 2)
+    np.testing.assert_allclose(obs[..., 1], np.repeat(time[:, None], 2, 1) / env.horizon)
+    np.testing.assert_allclose(obs[..., 0], np.asarray(runner.env_state.env_state.level))
+    # the first logged episode counts the random steps: its length is the offset
+    np.testing.assert_array_equal(np.asarray(runner.env_state.episode_length), time)
 
 
 def test_one_network_per_agent_type():
