@@ -20,7 +20,8 @@ DEFAULTS: dict[tuple[str, str], dict] = {
         ppo=dict(total_steps=3_000_000, num_envs=64, num_steps=96, gamma=0.99, lr=3e-4),
     ),
     # 10000-step episodes, 26 agents: a small network and short rollouts over many
-    # environments; the Gaussian is ~3x cheaper to sample and differentiate than the Beta
+    # environments; the Gaussian is ~3x cheaper to sample and differentiate than the Beta;
+    # a small entropy bonus: 4 of 5 seeds beat random on every objective (1 of 2 without)
     ("smartgrid-v0", "ippo"): dict(
         ppo=dict(
             total_steps=5_000_000,
@@ -30,6 +31,7 @@ DEFAULTS: dict[tuple[str, str], dict] = {
             update_epochs=2,
             num_minibatches=2,
             distribution="gaussian",
+            ent_coef=0.01,
         ),
     ),
 }
