@@ -24,6 +24,14 @@ obs, state, reward, terminated, truncated, info = env.step(key, state, action, p
   per agent.
 - Optional abort conditions (``env.abort_names``, ``params.abort``) terminate an episode
   when a named state variable leaves its bounds; ``info["abort_reason"]`` says which.
+- Physics that fails is an event, never a number. An environment whose step solves a
+  power flow reports a solve that did not converge (voltage collapse: the loading has
+  no solution) as ``Transition.failed``; the step then terminates the episode,
+  ``info["power_flow_failed"]`` is True, the only cost is ``power_flow`` = 1 (a column of
+  ``env.cost_names``), every objective is 0 and the reward is the documented, bounded
+  ``-params.power_flow_penalty`` (less any cost penalty) instead of anything computed
+  from the failed solve. The environment itself keeps its state and observation free of
+  the failed numbers (:func:`~jaxgrid.grid.solvers.hold_failed`).
 - ``step`` auto-resets: it splits ``key`` into ``(key_step, key_reset)``, computes both
   ``step_env(key_step, ...)`` and ``reset_env(key_reset, params)`` and selects the reset
   when the episode ended. ``info["final_observation"]`` is the observation before the
@@ -64,6 +72,9 @@ class Transition(NamedTuple):
         info: extra named diagnostics (fixed structure across steps).
         objective_mask: ``(num_agents, n_objectives)`` bool, active objectives
             (``None``: all active).
+        failed: ``()`` bool, the step's physics failed (a power flow that did not
+            converge); ``None`` for environments without such physics. See
+            :meth:`Environment.step_env` for what a failed step returns.
     """
 
     obs: PyTree
@@ -74,6 +85,12 @@ class Transition(NamedTuple):
     truncated: Array
     info: dict[str, Any]
     objective_mask: Array | None = None
+    failed: Array | None = None
+
+
+POWER_FLOW = (
+    "power_flow"  # the cost of a failed power flow, in every feeder environment's cost_names
+)
 
 
 class Environment(abc.ABC, Generic[TState, TParams]):
@@ -204,25 +221,32 @@ class Environment(abc.ABC, Generic[TState, TParams]):
         if mask is None:
             mask = jnp.ones(tr.reward_vector.shape, bool)
         scalarisation = self.scalarisation(params)
-        reward = scalarise(tr.reward_vector, mask, scalarisation)
-        terminated = tr.terminated
+        reward_vector, costs, terminated = tr.reward_vector, tr.costs, tr.terminated
         info = dict(tr.info)
+        if tr.failed is not None:
+            reward_vector, costs = self._failure_outcome(tr.failed, reward_vector, costs)
+            terminated = terminated | tr.failed
+            info["power_flow_failed"] = tr.failed
+        reward = scalarise(reward_vector, mask, scalarisation)
+        if tr.failed is not None:
+            penalty = jnp.asarray(params.power_flow_penalty, reward.dtype)
+            reward = jnp.where(tr.failed, -penalty, reward)
         if scalarisation.cost_weights is not None:
             n = jnp.shape(scalarisation.cost_weights)[-1]
             if n != len(self.cost_names):
                 raise ValueError(
                     f"{self.name}: cost_weights has {n} entries; the costs are {self.cost_names}"
                 )
-            info["cost_penalty"] = cost_penalty(tr.costs, scalarisation)
+            info["cost_penalty"] = cost_penalty(costs, scalarisation)
             reward = reward - info["cost_penalty"]
         if self.abort_names:
             aborted, reason = check_abort(self.abort_values(tr.state, params), params.abort)
             terminated = terminated | aborted
             info["abort_reason"] = reason
         info.update(
-            reward_vector=tr.reward_vector,
+            reward_vector=reward_vector,
             objective_mask=mask,
-            costs=tr.costs,
+            costs=costs,
             action_clipped=clipped,
             action_nonfinite=nonfinite,
         )
@@ -287,6 +311,21 @@ class Environment(abc.ABC, Generic[TState, TParams]):
         obs, state = jax.lax.cond(jnp.any(done), with_resets, lambda: (obs_step, state_step))
         info["final_observation"] = obs_step
         return obs, state, reward, terminated, truncated, info
+
+    def _failure_outcome(self, failed: Array, reward_vector: Array, costs: Array):
+        """Objectives and costs of a step whose physics failed: every objective 0, the only
+        cost ``power_flow`` = 1 (see the module docstring)."""
+        if POWER_FLOW not in self.cost_names:
+            raise ValueError(
+                f"{self.name} reports failed physics but has no {POWER_FLOW!r} cost; its "
+                f"costs are {self.cost_names}"
+            )
+        column = jnp.arange(len(self.cost_names)) == self.cost_names.index(POWER_FLOW)
+        failure_costs = jnp.broadcast_to(column.astype(costs.dtype), costs.shape)
+        return (
+            jnp.where(failed, jnp.zeros_like(reward_vector), reward_vector),
+            jnp.where(failed, failure_costs, costs),
+        )
 
     def _sanitise(self, action: PyTree, params: TParams) -> tuple[PyTree, Array, Array]:
         """Project ``action`` into the action space; count clipped and non-finite entries per agent."""

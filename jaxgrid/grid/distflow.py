@@ -26,6 +26,7 @@ from jaxgrid.grid.lindistflow import V_FLOOR
 from jaxgrid.grid.result import PowerFlowResult
 
 ELL_MAX = 1e4  # cap on the squared branch current (pu) that keeps a diverging sweep finite
+MAX_ITERATIONS = 100  # sweeps are unrolled: a bound keeps compilation short
 
 
 def default_tolerance(dtype) -> float:
@@ -42,13 +43,14 @@ def distflow(
     """Solve DistFlow for bus loads ``p_mw``, ``q_mvar`` ``(n_bus,)`` (positive = consumption).
 
     Args:
-        iterations: number of sweeps (static); 3-5 reach 1e-6 pu on case33bw at up to
-            1.5x its load, 10 leave float32 round-off as the only error there.
+        iterations: number of sweeps (static, 1 to :data:`MAX_ITERATIONS`); 3-5 reach
+            1e-6 pu on case33bw at up to 1.5x its load, 10 leave float32 round-off as the
+            only error there.
         tol: convergence tolerance on the last sweep's change (pu); default
             :func:`default_tolerance` of the dtype.
     """
-    if int(iterations) < 1:
-        raise ValueError(f"iterations must be >= 1, got {iterations}")
+    if not 1 <= int(iterations) <= MAX_ITERATIONS:
+        raise ValueError(f"iterations must be in 1..{MAX_ITERATIONS}, got {iterations}")
     inj = bus_injections(feeder, p_mw, q_mvar)
     dtype = inj.dtype
     tol = default_tolerance(dtype) if tol is None else tol

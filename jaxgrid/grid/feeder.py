@@ -7,8 +7,9 @@ upstream). Impedances are per unit on ``base_mva`` and each bus's ``base_kv``.
 
 Every field is an array leaf, so feeders of equal size stack and ``vmap``; scenarios may
 ``replace`` impedances, loads, limits and ratings. The topology fields (``parent``,
-``branch_from``, ``branch_to``, ``path``) come from :func:`from_branch_table` and must not
-be edited by hand.
+``branch_from``, ``branch_to``, ``path``, ``levels``) come from :func:`from_branch_table`
+and must not be edited by hand; feeders stack only when their topologies have the same
+depth and width.
 """
 
 from __future__ import annotations
@@ -31,6 +32,9 @@ class Feeder:
         branch_ids: ``(n_branch,)`` source row (MATPOWER) or line index (pandapower).
         branch_from, branch_to: ``(n_branch,)`` upstream and downstream bus of each branch.
         path: ``(n_branch, n_bus)`` 1 where branch ``k`` is on the path slack -> bus ``j``.
+        levels: ``(depth, width)`` int32 branches by depth from the slack (row ``d``: those
+            ``d + 1`` branches away), padded with ``n_branch``; the order of Newton's
+            elimination in :func:`~jaxgrid.grid.distflow`.
         r_pu, x_pu: ``(n_branch,)`` series resistance and reactance, pu.
         b_pu: ``(n_branch,)`` total line charging susceptance, pu (half at each end).
         rate_mva: ``(n_branch,)`` thermal rating, MVA (``inf`` where the data has none).
@@ -50,6 +54,7 @@ class Feeder:
     branch_from: Array
     branch_to: Array
     path: Array
+    levels: Array
     r_pu: Array
     x_pu: Array
     b_pu: Array
@@ -245,6 +250,7 @@ def from_branch_table(
         branch_from=tree.branch_from,
         branch_to=tree.branch_to,
         path=tree.path,
+        levels=tree.levels,
         r_pu=r,
         x_pu=x,
         b_pu=b,

@@ -22,12 +22,15 @@ class RadialTree(NamedTuple):
         branch_to: ``(n_branch,)`` downstream bus of each branch.
         path: ``(n_branch, n_bus)`` 1 where branch ``k`` lies on the path from the
             slack to bus ``j`` (the downstream matrix ``A^-T`` of LinDistFlow).
+        levels: ``(depth, width)`` the branches by distance from the slack: row ``d``
+            holds the branches ``d + 1`` steps from it, padded with ``n_branch``.
     """
 
     parent: np.ndarray
     branch_from: np.ndarray
     branch_to: np.ndarray
     path: np.ndarray
+    levels: np.ndarray
 
 
 def _names(labels, indices, limit: int = 20) -> str:
@@ -145,4 +148,23 @@ def radial_tree(
         up = parent[bus]
         path[:, bus] = path[:, up]
         path[branch_into[bus], bus] = 1.0
-    return RadialTree(parent=parent, branch_from=branch_from, branch_to=branch_to, path=path)
+    return RadialTree(
+        parent=parent,
+        branch_from=branch_from,
+        branch_to=branch_to,
+        path=path,
+        levels=branch_levels(path, branch_to),
+    )
+
+
+def branch_levels(path: np.ndarray, branch_to: np.ndarray) -> np.ndarray:
+    """``(depth, width)`` int32 table of the branches by depth (row ``d``: the branches
+    ``d + 1`` steps from the slack, in branch order), padded with ``n_branch``."""
+    n_branch = len(branch_to)
+    depth = np.rint(path.sum(axis=0)[branch_to]).astype(np.int64) - 1
+    width = np.bincount(depth).max()
+    levels = np.full((depth.max() + 1, width), n_branch, dtype=np.int32)
+    for d in range(depth.max() + 1):
+        members = np.flatnonzero(depth == d)
+        levels[d, : members.size] = members
+    return levels

@@ -15,9 +15,10 @@ from jaxgrid.devices.ev import EVParams
 from jaxgrid.devices.flexload import FlexLoadParams
 from jaxgrid.devices.renewable import S_MAX_RATIO
 from jaxgrid.envs.ders.baselines import no_control, price_and_voltage_rules
-from jaxgrid.envs.ders.env import DISTFLOW, LINDISTFLOW, TYPES, DERs, DERsParams, DERsState
+from jaxgrid.envs.ders.env import TYPES, DERs, DERsParams, DERsState
 from jaxgrid.envs.voltage.zones import spread_buses
 from jaxgrid.grid import cases, distflow
+from jaxgrid.grid.solvers import SOLVERS
 from jaxgrid.registry import register
 from jaxgrid.rewards.abort import AbortConditions
 from jaxgrid.rewards.scalarise import Scalarisation
@@ -29,7 +30,6 @@ SCENARIOS = {
 }
 BATTERY_SHARE, PV_PENETRATION, FLEX_SHARE, EV_SHARE = 0.08, 1.5, 0.05, 0.05
 THERMAL_MARGIN = 1.5  # assumed rating = 1.5 x the branch's apparent power at base load
-SOLVERS = {"lindistflow": LINDISTFLOW, "distflow": DISTFLOW}
 
 
 def assumed_ratings(feeder, margin: float = THERMAL_MARGIN) -> np.ndarray:
@@ -57,6 +57,7 @@ def make_ders(
     load_csv: dict | None = None,
     pv_csv: dict | None = None,
     price_csv: dict | None = None,
+    power_flow_penalty: float = 5000.0,
 ):
     """Build a DER environment on the bundled SimBench year (or your own network and data).
 
@@ -69,7 +70,8 @@ def make_ders(
         price: the price series of the energy cost.
         weights: default weights of energy_cost, losses, voltage, discomfort, fairness
             (chosen so that each term is of order one per step).
-        distflow_iterations: sweeps of the nonlinear solver.
+        distflow_iterations: sweeps of the nonlinear solver (Newton-Raphson takes over
+            where they do not converge).
         abort: bounds that end an episode, e.g. ``{"min_battery_soc": (0.2, 1.0)}``.
         feeder: another network than the scenario's: a bundled case name, a MATPOWER
             ``.m`` or a pandapower ``.json`` file; it must be radial. Branch ratings are
@@ -83,6 +85,9 @@ def make_ders(
         load_csv, pv_csv, price_csv: CSV sources of the load multiplier, the PV
             availability and the price (currency/MWh) (:mod:`jaxgrid.data.csv_profiles`),
             given together; they replace the SimBench year.
+        power_flow_penalty: reward lost, per agent, on a step whose power flow fails
+            (the episode ends there): more than a day of the worst rewards a solved step
+            pays (about -35 a step on ders141 under random actions).
     """
     if scenario not in SCENARIOS:
         raise ValueError(f"unknown DER scenario {scenario!r}; expected one of {list(SCENARIOS)}")
@@ -174,6 +179,7 @@ def make_ders(
         v_upper=np.float64(1.05),
         dt_h=np.float64(24.0 / steps_per_day),
         solver=np.int32(SOLVERS[solver]),
+        power_flow_penalty=np.float32(power_flow_penalty),
         abort=AbortConditions.create(DERs.abort_names, **(abort or {})),
         scalarisation=Scalarisation.create(5, "weighted_sum", list(weights)),
     )

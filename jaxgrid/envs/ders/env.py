@@ -17,7 +17,8 @@ departure steps (drawn at reset), the last dispatch.
 - ev: charging power share in [-1, 1] (negative only with V2G), second entry unused.
 
 **Transition.** Bus loads follow the profiles; devices enact their actions
-(:mod:`jaxgrid.devices`); their powers join the bus injections; the feeder is solved.
+(:mod:`jaxgrid.devices`); their powers join the bus injections; the feeder is solved
+(``distflow``, Newton-Raphson where its sweep does not converge, or ``lindistflow``).
 
 **Observation.** ``(n, 13)`` per agent: time of day (sine, cosine), price (hundreds per
 MWh), own bus voltage (pu), four device features (battery: SOC; pv: available power and
@@ -33,7 +34,13 @@ flexible loads' curtailment shares).
 
 **Costs.** ``voltage_band`` (pu outside the band, shared), ``thermal`` (branch loading
 above 1, shared; ratings are assumed where the case has none), ``device_limits``
-(requests a device could not enact, MW, per agent).
+(requests a device could not enact, MW, per agent), ``power_flow`` (1 on a step whose
+power flow failed).
+
+**Episode.** One day; truncated at the horizon. A power flow with no solution (voltage
+collapse) terminates it with the reward ``-power_flow_penalty`` (default 5000, more than
+a day of the worst rewards a step pays) and ``info["power_flow_failed"]``; the state keeps
+the last solved voltages.
 """
 
 from __future__ import annotations
@@ -51,17 +58,15 @@ from jaxgrid.devices.flexload import FlexLoadParams, flexload_step
 from jaxgrid.devices.renewable import inverter_output
 from jaxgrid.env import Environment, Transition
 from jaxgrid.envs.ders.baselines import no_control, price_and_voltage_rules
-from jaxgrid.grid.distflow import distflow
 from jaxgrid.grid.feeder import Feeder
 from jaxgrid.grid.limits import branch_loading, voltage_violation_pu
-from jaxgrid.grid.lindistflow import lindistflow
+from jaxgrid.grid.solvers import hold_failed, solve_feeder
 from jaxgrid.rewards.abort import AbortConditions
 from jaxgrid.rewards.equity import hoover
 from jaxgrid.rewards.scalarise import Scalarisation
 from jaxgrid.types import Array, float_dtype
 
 TYPES = ("battery", "pv", "flexload", "ev")
-LINDISTFLOW, DISTFLOW = 0, 1
 PRICE_SCALE = 100.0
 
 
@@ -92,6 +97,7 @@ class DERsParams:
     ev_arrival_range, ev_stay_range: ``(n_ev, 2)`` int32 inclusive ranges, steps.
     price_column: ``()`` int32 price series for the energy cost.
     v_lower, v_upper: voltage band; dt_h: step, hours; solver: ``()`` int32.
+    power_flow_penalty: ``()`` reward lost per agent on a step whose power flow fails.
     abort: bounds on bus voltages and battery SOCs (off by default).
     scalarisation: how the objectives become the reward.
     """
@@ -120,6 +126,7 @@ class DERsParams:
     v_upper: Array
     dt_h: Array
     solver: Array
+    power_flow_penalty: Array
     abort: AbortConditions
     scalarisation: Scalarisation
 
@@ -129,7 +136,7 @@ class DERs(Environment):
 
     objective_names = ("energy_cost", "losses", "voltage", "discomfort", "fairness")
     action_names = ("dispatch[0]", "dispatch[1]")  # meaning by type: the module docstring
-    cost_names = ("voltage_band", "thermal", "device_limits")
+    cost_names = ("voltage_band", "thermal", "device_limits", "power_flow")
     abort_names = ("min_vm_pu", "max_vm_pu", "min_battery_soc", "max_battery_soc")
 
     def __init__(
@@ -226,11 +233,7 @@ class DERs(Environment):
     def power_flow(self, p, q, params: DERsParams):
         """The feeder solved for bus injections ``p`` (MW) and ``q`` (Mvar), by the solver
         ``params`` choose (nonlinear DistFlow or LinDistFlow)."""
-        return jax.lax.cond(
-            params.solver == DISTFLOW,
-            lambda: distflow(params.feeder, p, q, iterations=self.distflow_iterations),
-            lambda: lindistflow(params.feeder, p, q),
-        )
+        return solve_feeder(params.feeder, p, q, params.solver, self.distflow_iterations)
 
     # -- the model -------------------------------------------------------------------
 
@@ -238,7 +241,7 @@ class DERs(Environment):
         k_start, k_ev = jax.random.split(key)
         start = sample_start(k_start, params.profiles.days, self.horizon)
         p, q, _, _, _ = self.exogenous(start, params)
-        flow = self.power_flow(p, q, params)
+        flow = hold_failed(self.power_flow(p, q, params), 1.0)
         dtype = p.dtype
         n_ev = self.counts["ev"]
         lo, hi = params.ev_arrival_range, params.ev_stay_range
@@ -304,7 +307,7 @@ class DERs(Environment):
         q_bus = q_bus + jnp.zeros(n_bus, dtype).at[params.battery_bus].add(bat.q_mvar).at[
             params.pv_bus
         ].add(-pv.q_mvar)
-        flow = self.power_flow(p_bus, q_bus, params)
+        flow = hold_failed(self.power_flow(p_bus, q_bus, params), state.vm_pu)
         violation = voltage_violation_pu(flow.vm_pu, params.v_lower, params.v_upper)
         overload = jnp.maximum(branch_loading(params.feeder, flow) - 1.0, 0.0)
         curtail_share = flex.curtailed_mw / jnp.maximum(demand, 1e-9)
@@ -329,6 +332,7 @@ class DERs(Environment):
             [
                 jnp.broadcast_to(jnp.stack([jnp.sum(violation), jnp.sum(overload)]), (n, 2)),
                 device_limits[:, None],
+                jnp.zeros((n, 1), dtype),
             ],
             axis=1,
         )
@@ -351,9 +355,9 @@ class DERs(Environment):
                 "vm_pu": flow.vm_pu,
                 "loss_mw": flow.loss_mw,
                 "import_mw": flow.p_import_mw,
-                "converged": flow.converged,
                 "controllable": jnp.all(violation == 0.0),
             },
+            failed=~flow.converged,
         )
 
     def observe(self, state: DERsState, params: DERsParams):

@@ -10,15 +10,15 @@ from jaxgrid.data.csv_profiles import csv_profiles
 from jaxgrid.data.simbench import simbench_profiles
 from jaxgrid.devices.flexload import FlexLoadParams
 from jaxgrid.envs.dso.baselines import evening_shift, no_control
-from jaxgrid.envs.dso.env import DISTFLOW, DSO, LINDISTFLOW, DSOParams, DSOState
+from jaxgrid.envs.dso.env import DSO, DSOParams, DSOState
 from jaxgrid.grid import cases
+from jaxgrid.grid.solvers import SOLVERS
 from jaxgrid.registry import register
 from jaxgrid.rewards.abort import AbortConditions
 from jaxgrid.rewards.scalarise import Scalarisation
 
 # PowerZoo's DSO task: (bus number, curtailment and shift capacity in MW)
 FLEX_LOADS = ((6, 0.165), (14, 0.110), (18, 0.110), (22, 0.088), (28, 0.132), (33, 0.110))
-SOLVERS = {"lindistflow": LINDISTFLOW, "distflow": DISTFLOW}
 
 
 def make_dso(
@@ -31,6 +31,7 @@ def make_dso(
     deferral_weight: float = 0.1,
     distflow_iterations: int = 5,
     abort: dict | None = None,
+    power_flow_penalty: float = 50.0,
     name: str = "dso33-v0",
     feeder: str | None = None,
     flex_loads: tuple[tuple[int, float], ...] | None = None,
@@ -48,8 +49,12 @@ def make_dso(
         vm_slack_pu: substation voltage.
         v_band: voltage band of the cost, pu.
         deferral_weight: weight of the deferral objective in the default reward.
-        distflow_iterations: sweeps of the nonlinear solver.
+        distflow_iterations: sweeps of the nonlinear solver (Newton-Raphson takes over
+            where they do not converge).
         abort: bounds that end an episode, e.g. ``{"min_vm_pu": (0.85, inf)}``.
+        power_flow_penalty: reward lost on a step whose power flow fails (the episode
+            ends there): more than a day of the worst rewards a solved step pays (about
+            -0.43 a step under random actions).
         feeder: another network than case33bw: a bundled case name, a MATPOWER ``.m`` or a
             pandapower ``.json`` file; it must be radial.
         flex_loads: ``((bus number, capacity MW), ...)``: the flexible loads, with the
@@ -92,6 +97,7 @@ def make_dso(
         v_upper=np.float64(v_band[1]),
         dt_h=np.float64(24.0 / steps_per_day),
         solver=np.int32(SOLVERS[solver]),
+        power_flow_penalty=np.float32(power_flow_penalty),
         abort=AbortConditions.create(DSO.abort_names, **(abort or {})),
         scalarisation=Scalarisation.create(3, "weighted_sum", [1.0, 1.0, deferral_weight]),
     )

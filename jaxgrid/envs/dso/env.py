@@ -14,7 +14,8 @@ load's capacity (:mod:`jaxgrid.devices.flexload`).
 
 **Transition.** Every bus draws its base load times its profile; at the six flexible
 buses the flexible load's curtailment and shifting change that demand; the feeder is
-solved by ``distflow`` or ``lindistflow`` (``params.solver``).
+solved by ``distflow`` (Newton-Raphson where its sweep does not converge) or
+``lindistflow`` (``params.solver``).
 
 **Observation.** ``(1, 195)``: bus voltages (pu, 33), branch P and Q flows (MW, Mvar,
 32 + 32), bus load P and Q of the coming step (MW, Mvar, 33 + 33), time of day as sine
@@ -25,14 +26,17 @@ recovery (MW) and buffered energy (MWh).
 minus the demand curtailed (MWh); ``deferral``: minus the energy waiting in buffers
 (MWh, a holding discomfort). Default reward: ``losses + curtailment + 0.1 deferral``.
 
-**Cost.** ``voltage_band``: sum over buses of the distance outside the band (pu).
+**Costs.** ``voltage_band``: sum over buses of the distance outside the band (pu);
+``power_flow``: 1 on a step whose power flow failed.
 
-**Episode.** ``horizon`` steps (a day) from a day drawn from ``profiles.days``.
+**Episode.** ``horizon`` steps (a day) from a day drawn from ``profiles.days``. A power
+flow with no solution (voltage collapse) terminates it with the reward
+``-power_flow_penalty`` (default 50, more than a day of the worst rewards a step pays)
+and ``info["power_flow_failed"]``; the state keeps the last solved voltages and flows.
 """
 
 from __future__ import annotations
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 from flax import struct
@@ -42,15 +46,12 @@ from jaxgrid.data.profiles import Profiles, sample_start
 from jaxgrid.devices.flexload import FlexLoadParams, flexload_step
 from jaxgrid.env import Environment, Transition
 from jaxgrid.envs.dso.baselines import evening_shift, no_control
-from jaxgrid.grid.distflow import distflow
 from jaxgrid.grid.feeder import Feeder
 from jaxgrid.grid.limits import voltage_violation_pu
-from jaxgrid.grid.lindistflow import lindistflow
+from jaxgrid.grid.solvers import hold_failed, solve_feeder
 from jaxgrid.rewards.abort import AbortConditions
 from jaxgrid.rewards.scalarise import Scalarisation
 from jaxgrid.types import Array, float_dtype
-
-LINDISTFLOW, DISTFLOW = 0, 1
 
 
 @struct.dataclass
@@ -76,6 +77,7 @@ class DSOParams:
     v_lower, v_upper: ``()`` voltage band, pu.
     dt_h: ``()`` step length, hours.
     solver: ``()`` int32 ``LINDISTFLOW`` or ``DISTFLOW``.
+    power_flow_penalty: ``()`` reward lost on a step whose power flow fails.
     abort: bounds on the lowest and highest bus voltage (off by default).
     scalarisation: how the objectives become the reward.
     """
@@ -90,6 +92,7 @@ class DSOParams:
     v_upper: Array
     dt_h: Array
     solver: Array
+    power_flow_penalty: Array
     abort: AbortConditions
     scalarisation: Scalarisation
 
@@ -100,7 +103,7 @@ class DSO(Environment):
     agents = ("operator",)
     agent_types = ("operator",)
     objective_names = ("losses", "curtailment", "deferral")
-    cost_names = ("voltage_band",)
+    cost_names = ("voltage_band", "power_flow")
     abort_names = ("min_vm_pu", "max_vm_pu")
 
     def __init__(
@@ -163,11 +166,7 @@ class DSO(Environment):
     def power_flow(self, p, q, params: DSOParams):
         """The feeder solved for bus injections ``p`` (MW) and ``q`` (Mvar), by the solver
         ``params`` choose (nonlinear DistFlow or LinDistFlow)."""
-        return jax.lax.cond(
-            params.solver == DISTFLOW,
-            lambda: distflow(params.feeder, p, q, iterations=self.distflow_iterations),
-            lambda: lindistflow(params.feeder, p, q),
-        )
+        return solve_feeder(params.feeder, p, q, params.solver, self.distflow_iterations)
 
     def baselines(self, params: DSOParams) -> dict:
         """Random, no control, and deferring the evening peak to the night."""
@@ -202,7 +201,7 @@ class DSO(Environment):
     def reset_env(self, key, params: DSOParams):
         start = sample_start(key, params.profiles.days, self.horizon)
         p, q = self.loads(start, params)
-        flow = self.power_flow(p, q, params)
+        flow = hold_failed(self.power_flow(p, q, params), 1.0)
         dtype = p.dtype
         state = DSOState(
             time=jnp.zeros((), jnp.int32),
@@ -231,7 +230,8 @@ class DSO(Environment):
         ratio = jnp.where(demand > 0, flex.p_mw / jnp.where(demand > 0, demand, 1.0), 1.0)
         p = p.at[bus].set(flex.p_mw)
         q = q.at[bus].multiply(ratio)
-        flow = self.power_flow(p, q, params)
+        solved = self.power_flow(p, q, params)
+        flow = hold_failed(solved, state.vm_pu)
         violation = voltage_violation_pu(flow.vm_pu, params.v_lower, params.v_upper)
         dt = params.dt_h
         objectives = jnp.stack(
@@ -241,8 +241,8 @@ class DSO(Environment):
             time=state.time + 1,
             start=state.start,
             vm_pu=flow.vm_pu,
-            p_branch_mw=flow.p_branch_mw,
-            q_branch_mvar=flow.q_branch_mvar,
+            p_branch_mw=jnp.where(solved.converged, flow.p_branch_mw, state.p_branch_mw),
+            q_branch_mvar=jnp.where(solved.converged, flow.q_branch_mvar, state.q_branch_mvar),
             buffer=flex.buffer,
             last=jnp.stack([flex.curtailed_mw, flex.deferred_mw, flex.served_mw]),
         )
@@ -250,14 +250,14 @@ class DSO(Environment):
             obs=self.observe(new_state, params),
             state=new_state,
             reward_vector=objectives[None],
-            costs=jnp.sum(violation)[None, None],
+            costs=jnp.stack([jnp.sum(violation), 0.0])[None],
             terminated=jnp.zeros((), bool),
             truncated=new_state.time >= self.horizon,
             info={
                 "vm_pu": flow.vm_pu,
                 "loss_mw": flow.loss_mw,
-                "converged": flow.converged,
                 "flex_p_mw": flex.p_mw,
                 "violation": jnp.any(violation > 0),
             },
+            failed=~solved.converged,
         )

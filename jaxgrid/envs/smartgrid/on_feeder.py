@@ -5,9 +5,14 @@ at one bus of the feeder. Their net draw from the network in an hour,
 ``grid_consumption + store_energy + buy_energy - give_energy - sell_energy`` (Wh over one
 hour, i.e. W), becomes an active load at that bus (reactive at ``power_factor``), on top
 of a constant background share of the feeder's base load; the feeder is solved every
-step. The observation gains the agent's bus voltage (12 columns); the costs
-``voltage_band`` and ``thermal`` (assumed ratings where the case has none) join the
-ethical objectives, which are unchanged.
+step (DistFlow, Newton-Raphson where its sweep does not converge). The observation gains
+the agent's bus voltage (12 columns); the costs ``voltage_band`` and ``thermal`` (assumed
+ratings where the case has none) join the ethical objectives, which are unchanged.
+
+A power flow with no solution (voltage collapse) ends the episode with the reward
+``-power_flow_penalty`` (default 1000: more than a 10,000-step episode of the worst
+rewards a step pays), ``info["power_flow_failed"]`` and the ``power_flow`` cost; the state
+keeps the last solved voltages.
 """
 
 from __future__ import annotations
@@ -22,9 +27,10 @@ from jaxgrid.devices.prosumer import BUY, GIVE, GRID, SELL, STORE
 from jaxgrid.env import Environment, Transition
 from jaxgrid.envs.smartgrid.env import SmartGrid
 from jaxgrid.envs.smartgrid.types import SmartgridParams, SmartgridState
-from jaxgrid.grid.distflow import distflow
+from jaxgrid.grid.fallback import distflow_with_fallback
 from jaxgrid.grid.feeder import Feeder
 from jaxgrid.grid.limits import branch_loading, voltage_violation_pu
+from jaxgrid.grid.solvers import hold_failed
 from jaxgrid.rewards.abort import AbortConditions
 from jaxgrid.types import Array
 
@@ -45,6 +51,7 @@ class FeederParams:
     background_share: ``()`` share of the feeder's base load drawn besides the agents.
     power_factor: ``()`` of the buildings' draw.
     v_lower, v_upper: ``()`` voltage band, pu.
+    power_flow_penalty: ``()`` reward lost per agent on a step whose power flow fails.
     abort: bounds on the lowest and highest bus voltage (off by default).
     """
 
@@ -56,13 +63,14 @@ class FeederParams:
     power_factor: Array
     v_lower: Array
     v_upper: Array
+    power_flow_penalty: Array
     abort: AbortConditions
 
 
 class SmartGridOnFeeder(Environment):
     """EthicalSmartGrid's society on a feeder (see the module docstring)."""
 
-    cost_names = ("voltage_band", "thermal")
+    cost_names = ("voltage_band", "thermal", "power_flow")
     abort_names = ("min_vm_pu", "max_vm_pu")
 
     def __init__(
@@ -116,6 +124,11 @@ class SmartGridOnFeeder(Environment):
         ].add(p_agents * tan_phi)
         return p.astype(dtype), q.astype(dtype)
 
+    def power_flow(self, enacted: Array, params: FeederParams):
+        """The feeder solved for the bus loads of the agents' enacted actions."""
+        p, q = self.bus_loads(enacted, params)
+        return distflow_with_fallback(params.feeder, p, q, sweeps=self.distflow_iterations)
+
     def observe(self, state: FeederState, params: FeederParams):
         inner = self.society.observe(state.society, params.society)
         return jnp.concatenate(
@@ -124,15 +137,13 @@ class SmartGridOnFeeder(Environment):
 
     def reset_env(self, key, params: FeederParams):
         _, society = self.society.reset_env(key, params.society)
-        p, q = self.bus_loads(society.enacted, params)
-        flow = distflow(params.feeder, p, q, iterations=self.distflow_iterations)
+        flow = hold_failed(self.power_flow(society.enacted, params), 1.0)
         state = FeederState(society=society, vm_pu=flow.vm_pu)
         return self.observe(state, params), state
 
     def transition(self, key, state: FeederState, action, params: FeederParams) -> Transition:
         inner = self.society.transition(key, state.society, action, params.society)
-        p, q = self.bus_loads(inner.state.enacted, params)
-        flow = distflow(params.feeder, p, q, iterations=self.distflow_iterations)
+        flow = hold_failed(self.power_flow(inner.state.enacted, params), state.vm_pu)
         violation = jnp.sum(voltage_violation_pu(flow.vm_pu, params.v_lower, params.v_upper))
         overload = jnp.sum(jnp.maximum(branch_loading(params.feeder, flow) - 1.0, 0.0))
         new_state = FeederState(society=inner.state, vm_pu=flow.vm_pu)
@@ -141,16 +152,16 @@ class SmartGridOnFeeder(Environment):
             obs=self.observe(new_state, params),
             state=new_state,
             reward_vector=inner.reward_vector,
-            costs=jnp.broadcast_to(jnp.stack([violation, overload]), (n, 2)),
+            costs=jnp.broadcast_to(jnp.stack([violation, overload, 0.0]), (n, 3)),
             terminated=inner.terminated,
             truncated=inner.truncated,
             info={
                 **inner.info,
                 "vm_pu": flow.vm_pu,
                 "loss_mw": flow.loss_mw,
-                "converged": flow.converged,
             },
             objective_mask=inner.objective_mask,
+            failed=~flow.converged,
         )
 
     def abort_values(self, state, params):
@@ -174,6 +185,7 @@ def on_feeder(
     abort: dict | None = None,
     feeder: str = "case33bw",
     agent_buses: tuple[int, ...] | None = None,
+    power_flow_penalty: float = 1000.0,
 ):
     """Place a smartgrid society on ``feeder`` (a bundled case name, a MATPOWER ``.m`` or a
     pandapower ``.json`` file): agent ``i`` at ``agent_buses[i]`` (the feeder data's bus
@@ -206,6 +218,7 @@ def on_feeder(
         power_factor=np.float64(0.95),
         v_lower=np.float64(0.95),
         v_upper=np.float64(1.05),
+        power_flow_penalty=np.float64(power_flow_penalty),
         abort=AbortConditions.create(SmartGridOnFeeder.abort_names, **(abort or {})),
     )
     fp = jax.tree_util.tree_map(jnp.asarray, fp)

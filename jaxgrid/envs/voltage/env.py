@@ -13,7 +13,8 @@ power ``p_pv = pv_p_max * profiles.pv[k, pv_profile]``. PV is never curtailed he
 inject (+) or absorb (-), ``q = a * sqrt(s_max^2 - p_pv^2)`` (:mod:`jaxgrid.devices.renewable`).
 
 **Transition.** Net bus demand ``p - p_pv``, ``q_load - q`` goes through
-``lindistflow`` or ``distflow`` (``params.solver``); time advances by one step.
+``lindistflow`` or ``distflow`` (``params.solver``; DistFlow falls back to Newton-Raphson
+where its sweep does not converge); time advances by one step.
 
 **Observation.** ``(n_pv, 3 * zone_size + 3)`` per agent: its zone's bus load P (MW),
 load Q (Mvar) and last voltages (pu) — padded entries are 0 — then its own available PV
@@ -24,20 +25,24 @@ of the step about to be controlled; voltages are those the last action produced.
 buses (``params.barrier``: l1, l2, bowl, Courant-Beltrami), ``reactive_power`` = minus
 the mean ``|q|`` over inverters (Mvar). Default reward: ``voltage + 0.1 * reactive_power``.
 
-**Cost.** ``voltage_band``: sum over buses of the distance outside
-``[v_lower, v_upper]`` (pu), shared by all agents.
+**Costs.** ``voltage_band``: sum over buses of the distance outside
+``[v_lower, v_upper]`` (pu), shared by all agents; ``power_flow``: 1 on a step whose power
+flow failed.
 
 **Episode.** ``horizon`` steps (one day) from a day drawn from ``profiles.days``;
-truncated at the horizon, never terminated.
+truncated at the horizon. A power flow with no solution (voltage collapse: reactive
+power or load beyond what the feeder can carry) terminates it with the reward
+``-power_flow_penalty`` (default 100, more than a whole day of the worst rewards a
+step can pay), ``info["power_flow_failed"]`` and the ``power_flow`` cost; the state
+keeps the last solved voltages.
 
-**Info.** ``vm_pu``, ``q_mvar``, ``p_pv_mw``, ``loss_mw``, ``converged`` and
+**Info.** ``vm_pu``, ``q_mvar``, ``p_pv_mw``, ``loss_mw``, ``power_flow_failed`` and
 ``controllable`` (every bus inside the band) — the mean of ``controllable`` over an
 episode is MAPDN's controllable ratio CR, the mean ``|q|`` its QL.
 """
 
 from __future__ import annotations
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -46,10 +51,9 @@ from jaxgrid.data.profiles import sample_start
 from jaxgrid.devices.renewable import inverter_q_mvar
 from jaxgrid.env import Environment, Transition
 from jaxgrid.envs.voltage.baselines import no_control, volt_var_droop
-from jaxgrid.envs.voltage.types import DISTFLOW, VoltageParams, VoltageState
-from jaxgrid.grid.distflow import distflow
+from jaxgrid.envs.voltage.types import VoltageParams, VoltageState
 from jaxgrid.grid.limits import voltage_violation_pu
-from jaxgrid.grid.lindistflow import lindistflow
+from jaxgrid.grid.solvers import hold_failed, solve_feeder
 from jaxgrid.rewards.voltage_barrier import voltage_barrier
 from jaxgrid.types import float_dtype
 
@@ -59,7 +63,7 @@ class VoltageControl(Environment):
 
     objective_names = ("voltage", "reactive_power")
     action_names = ("q_share",)
-    cost_names = ("voltage_band",)
+    cost_names = ("voltage_band", "power_flow")
     abort_names = ("min_vm_pu", "max_vm_pu")
 
     def __init__(
@@ -123,11 +127,7 @@ class VoltageControl(Environment):
         n_bus = params.feeder.n_bus
         p_bus = p_load - jnp.zeros(n_bus, p_load.dtype).at[params.pv_bus].add(p_pv)
         q_bus = q_load - jnp.zeros(n_bus, q_load.dtype).at[params.pv_bus].add(q_pv)
-        return jax.lax.cond(
-            params.solver == DISTFLOW,
-            lambda: distflow(params.feeder, p_bus, q_bus, iterations=self.distflow_iterations),
-            lambda: lindistflow(params.feeder, p_bus, q_bus),
-        )
+        return solve_feeder(params.feeder, p_bus, q_bus, params.solver, self.distflow_iterations)
 
     # -- the model -------------------------------------------------------------------
 
@@ -135,7 +135,7 @@ class VoltageControl(Environment):
         start = sample_start(key, params.profiles.days, self.horizon)
         p_load, q_load, p_pv = self.exogenous(start, params)
         q_pv = jnp.zeros_like(p_pv)
-        flow = self.power_flow(p_load, q_load, p_pv, q_pv, params)
+        flow = hold_failed(self.power_flow(p_load, q_load, p_pv, q_pv, params), 1.0)
         state = VoltageState(
             time=jnp.zeros((), jnp.int32), start=start, vm_pu=flow.vm_pu, q_mvar=q_pv
         )
@@ -158,7 +158,7 @@ class VoltageControl(Environment):
     def transition(self, key, state: VoltageState, action, params: VoltageParams) -> Transition:
         p_load, q_load, p_pv = self.exogenous(state.start + state.time, params)
         q_pv = inverter_q_mvar(action[:, 0], p_pv, params.pv_s_max_mva.astype(p_pv.dtype))
-        flow = self.power_flow(p_load, q_load, p_pv, q_pv, params)
+        flow = hold_failed(self.power_flow(p_load, q_load, p_pv, q_pv, params), state.vm_pu)
         vm = flow.vm_pu
         barrier = voltage_barrier(vm, params.barrier, params.v_ref, params.v_lower, params.v_upper)
         violation = voltage_violation_pu(vm, params.v_lower, params.v_upper)
@@ -169,7 +169,7 @@ class VoltageControl(Environment):
             obs=self.observe(new_state, params),
             state=new_state,
             reward_vector=jnp.broadcast_to(objectives, (n, 2)),
-            costs=jnp.broadcast_to(jnp.sum(violation), (n, 1)),
+            costs=jnp.broadcast_to(jnp.stack([jnp.sum(violation), 0.0]), (n, 2)),
             terminated=jnp.zeros((), bool),
             truncated=new_state.time >= self.horizon,
             info={
@@ -177,9 +177,9 @@ class VoltageControl(Environment):
                 "q_mvar": q_pv,
                 "p_pv_mw": p_pv,
                 "loss_mw": flow.loss_mw,
-                "converged": flow.converged,
                 "controllable": jnp.all(violation == 0.0),
             },
+            failed=~flow.converged,
         )
 
     def baselines(self, params: VoltageParams) -> dict:

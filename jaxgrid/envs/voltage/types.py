@@ -6,12 +6,10 @@ from flax import struct
 
 from jaxgrid.data.profiles import Profiles
 from jaxgrid.grid.feeder import Feeder
+from jaxgrid.grid.solvers import DISTFLOW, LINDISTFLOW, SOLVERS  # noqa: F401  re-exported
 from jaxgrid.rewards.abort import AbortConditions
 from jaxgrid.rewards.scalarise import Scalarisation
 from jaxgrid.types import Array
-
-LINDISTFLOW, DISTFLOW = 0, 1
-SOLVERS = {"lindistflow": LINDISTFLOW, "distflow": DISTFLOW}
 
 
 @struct.dataclass
@@ -48,6 +46,8 @@ class VoltageParams:
         v_ref, v_lower, v_upper: ``()`` reference voltage and band, pu.
         barrier: ``()`` int32 voltage barrier (:mod:`jaxgrid.rewards.voltage_barrier`).
         solver: ``()`` int32 ``LINDISTFLOW`` or ``DISTFLOW``.
+        power_flow_penalty: ``()`` reward lost on a step whose power flow fails (voltage
+            collapse), per agent; the episode ends there.
         abort: bounds on the lowest and highest bus voltage (off by default).
         scalarisation: how the objectives become the reward.
     """
@@ -67,5 +67,6 @@ class VoltageParams:
     v_upper: Array
     barrier: Array
     solver: Array
+    power_flow_penalty: Array
     abort: AbortConditions
     scalarisation: Scalarisation
