@@ -20,8 +20,10 @@ obs, state, reward, terminated, truncated, info = env.step(key, state, action, p
   Costs never enter the reward unless the scalarisation sets ``cost_weights``: then the
   reward is less ``info["cost_penalty"]``.
 - Actions are sanitised: NaN/inf entries become 0, out-of-range entries are clipped to
-  the action space; ``info["action_nonfinite"]`` and ``info["action_clipped"]`` count them
-  per agent.
+  the action space, and a float given for a discrete choice goes to the nearest choice
+  (a fraction such as 2.7 counts as clipped; the dtype is never refused, so a policy's
+  float output works); ``info["action_nonfinite"]`` and ``info["action_clipped"]`` count
+  them per agent.
 - Optional abort conditions (``env.abort_names``, ``params.abort``) terminate an episode
   when a named state variable leaves its bounds; ``info["abort_reason"]`` says which.
 - ``step`` auto-resets: it splits ``key`` into ``(key_step, key_reset)``, computes both
