@@ -24,6 +24,9 @@ obs, state, reward, terminated, truncated, info = env.step(key, state, action, p
   (a fraction such as 2.7 counts as clipped; the dtype is never refused, so a policy's
   float output works); ``info["action_nonfinite"]`` and ``info["action_clipped"]`` count
   them per agent.
+- Params are validated on the host (:mod:`jaxgrid.validation`) by ``jaxgrid.make``,
+  scenario files, :meth:`Environment.with_scalarisation` and the trainer: finite, in
+  physical range, float32-representable.
 - Optional abort conditions (``env.abort_names``, ``params.abort``) terminate an episode
   when a named state variable leaves its bounds; ``info["abort_reason"]`` says which.
 - ``step`` auto-resets: it splits ``key`` into ``(key_step, key_reset)``, computes both
@@ -48,6 +51,7 @@ from jaxgrid import spaces
 from jaxgrid.rewards.abort import check_abort
 from jaxgrid.rewards.scalarise import cost_penalty, scalarise
 from jaxgrid.types import Array, PRNGKey, PyTree
+from jaxgrid.validation import validate_params
 
 TState = TypeVar("TState")
 TParams = TypeVar("TParams")
@@ -151,8 +155,11 @@ class Environment(abc.ABC, Generic[TState, TParams]):
         return params.scalarisation
 
     def with_scalarisation(self, params: TParams, scalarisation) -> TParams:
-        """``params`` with ``scalarisation`` in the place :meth:`scalarisation` reads."""
-        return params.replace(scalarisation=scalarisation)
+        """``params`` with ``scalarisation`` in the place :meth:`scalarisation` reads,
+        validated (:func:`~jaxgrid.validation.validate_params`; traced leaves are skipped)."""
+        params = params.replace(scalarisation=scalarisation)
+        validate_params(self, params)
+        return params
 
     def baselines(self, params: TParams) -> dict[str, Any]:
         """Reference policies ``policy(key, obs) -> action`` by name; ``random`` for every env

@@ -9,6 +9,7 @@ import numpy as np
 from jaxgrid.data.csv_profiles import csv_profiles
 from jaxgrid.data.simbench import simbench_profiles
 from jaxgrid.devices.flexload import FlexLoadParams
+from jaxgrid.envs.dso import params_rules  # noqa: F401 (declares the params' ranges)
 from jaxgrid.envs.dso.baselines import evening_shift, no_control
 from jaxgrid.envs.dso.env import DISTFLOW, DSO, LINDISTFLOW, DSOParams, DSOState
 from jaxgrid.grid import cases
@@ -48,7 +49,8 @@ def make_dso(
         vm_slack_pu: substation voltage.
         v_band: voltage band of the cost, pu.
         deferral_weight: weight of the deferral objective in the default reward.
-        distflow_iterations: sweeps of the nonlinear solver.
+        distflow_iterations: sweeps of the nonlinear solver, 1 to 100
+            (:data:`jaxgrid.validation.MAX_DISTFLOW_ITERATIONS`: each is unrolled).
         abort: bounds that end an episode, e.g. ``{"min_vm_pu": (0.85, inf)}``.
         feeder: another network than case33bw: a bundled case name, a MATPOWER ``.m`` or a
             pandapower ``.json`` file; it must be radial.

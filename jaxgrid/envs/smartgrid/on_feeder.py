@@ -27,6 +27,7 @@ from jaxgrid.grid.feeder import Feeder
 from jaxgrid.grid.limits import branch_loading, voltage_violation_pu
 from jaxgrid.rewards.abort import AbortConditions
 from jaxgrid.types import Array
+from jaxgrid.validation import validate_params
 
 
 @struct.dataclass
@@ -86,7 +87,9 @@ class SmartGridOnFeeder(Environment):
         return params.society.scalarisation
 
     def with_scalarisation(self, params: FeederParams, scalarisation) -> FeederParams:
-        return params.replace(society=params.society.replace(scalarisation=scalarisation))
+        params = params.replace(society=params.society.replace(scalarisation=scalarisation))
+        validate_params(self, params)
+        return params
 
     def device_buses(self, params: FeederParams) -> dict:
         """Buses of the prosumer buildings, for pictures."""
