@@ -20,8 +20,13 @@ obs, state, reward, terminated, truncated, info = env.step(key, state, action, p
   Costs never enter the reward unless the scalarisation sets ``cost_weights``: then the
   reward is less ``info["cost_penalty"]``.
 - Actions are sanitised: NaN/inf entries become 0, out-of-range entries are clipped to
-  the action space; ``info["action_nonfinite"]`` and ``info["action_clipped"]`` count them
-  per agent.
+  the action space, and a float given for a discrete choice goes to the nearest choice
+  (a fraction such as 2.7 counts as clipped; the dtype is never refused, so a policy's
+  float output works); ``info["action_nonfinite"]`` and ``info["action_clipped"]`` count
+  them per agent.
+- Params are validated on the host (:mod:`jaxgrid.validation`) by ``jaxgrid.make``,
+  scenario files, :meth:`Environment.with_scalarisation` and the trainer: finite, in
+  physical range, float32-representable.
 - Optional abort conditions (``env.abort_names``, ``params.abort``) terminate an episode
   when a named state variable leaves its bounds; ``info["abort_reason"]`` says which.
 - Physics that fails is an event, never a number. An environment whose step solves a
@@ -54,6 +59,7 @@ from jaxgrid import spaces
 from jaxgrid.rewards.abort import check_abort
 from jaxgrid.rewards.scalarise import cost_penalty, scalarise
 from jaxgrid.types import Array, PRNGKey, PyTree
+from jaxgrid.validation import validate_params
 
 TState = TypeVar("TState")
 TParams = TypeVar("TParams")
@@ -166,8 +172,11 @@ class Environment(abc.ABC, Generic[TState, TParams]):
         return params.scalarisation
 
     def with_scalarisation(self, params: TParams, scalarisation) -> TParams:
-        """``params`` with ``scalarisation`` in the place :meth:`scalarisation` reads."""
-        return params.replace(scalarisation=scalarisation)
+        """``params`` with ``scalarisation`` in the place :meth:`scalarisation` reads,
+        validated (:func:`~jaxgrid.validation.validate_params`; traced leaves are skipped)."""
+        params = params.replace(scalarisation=scalarisation)
+        validate_params(self, params)
+        return params
 
     def baselines(self, params: TParams) -> dict[str, Any]:
         """Reference policies ``policy(key, obs) -> action`` by name; ``random`` for every env

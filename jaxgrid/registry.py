@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from jaxgrid.env import Environment
+from jaxgrid.validation import validate_params
 
 EnvFactory = Callable[..., tuple[Environment, Any]]
 _REGISTRY: dict[str, EnvFactory] = {}
@@ -51,7 +52,8 @@ def make(name: str, **overrides: Any) -> tuple[Environment, Any]:
     """Build a registered environment and its default params.
 
     ``overrides`` are the keyword arguments the environment's factory accepts (its
-    docstring lists them); an unknown one is an error, never silently ignored.
+    docstring lists them); an unknown one is an error, never silently ignored. The params
+    are validated (:func:`jaxgrid.validation.validate_params`) before they are returned.
     """
     if name not in _REGISTRY:
         close = difflib.get_close_matches(name, _REGISTRY, n=3)
@@ -64,7 +66,9 @@ def make(name: str, **overrides: Any) -> tuple[Environment, Any]:
     except TypeError as err:
         accepted = [p for p in signature.parameters if not p.startswith("_")]
         raise ValueError(f"make({name!r}): {err}; accepted overrides: {accepted}") from None
-    return factory(**overrides)
+    env, params = factory(**overrides)
+    validate_params(env, params)
+    return env, params
 
 
 def list_envs() -> list[str]:

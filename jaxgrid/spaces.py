@@ -152,14 +152,19 @@ class MultiDiscrete(Space):
         return jnp.all((x >= 0) & (x < self.nvec))
 
     def project(self, x: Array) -> tuple[Array, Array, Array]:
+        """Float actions are accepted (a policy's output, a NaN from a bug): each entry goes
+        to the nearest choice, and one that was not a whole number (``2.7`` becomes 3)
+        counts as clipped, like one outside ``0 .. nvec - 1``; NaN/inf become 0."""
         x = jnp.asarray(x)
         high = self.nvec - 1
         if jnp.issubdtype(x.dtype, jnp.floating):
             nonfinite = ~jnp.isfinite(x)
-            x = jnp.where(nonfinite, 0, jnp.round(jnp.clip(x, -1, self.nvec)))
+            x = jnp.clip(jnp.where(nonfinite, 0, x), -1, self.nvec)
+            fractional = jnp.round(x) != x
+            x = jnp.round(x)
         else:
-            nonfinite = jnp.zeros(x.shape, bool)
-        clipped = ((x < 0) | (x > high)) & ~nonfinite
+            nonfinite = fractional = jnp.zeros(x.shape, bool)
+        clipped = ((x < 0) | (x > high) | fractional) & ~nonfinite
         return jnp.clip(x, 0, high).astype(self.dtype), clipped, nonfinite
 
     def __repr__(self) -> str:

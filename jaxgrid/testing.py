@@ -35,6 +35,7 @@ import numpy as np
 
 from jaxgrid import spaces
 from jaxgrid.env import Environment
+from jaxgrid.validation import validate_params
 
 ACTION_KINDS = ("random", "extreme", "nonfinite")
 MAX_TRUNCATION_CHECK = 20_000  # longest horizon whose truncation is run through
@@ -52,6 +53,7 @@ def check_env(
 ) -> None:
     """Check ``env`` against the jaxgrid environment contract (see the module docstring)."""
     params = env.default_params() if params is None else params
+    validate_params(env, params)
     key = jax.random.PRNGKey(seed)
     fail = functools.partial(_fail, env)
 

@@ -6,10 +6,12 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 Array = jax.Array
 PRNGKey = jax.Array
 PyTree = Any
+FLOAT32_MAX = float(np.finfo(np.float32).max)  # the largest finite float32, about 3.4e38
 
 
 def float_dtype() -> jnp.dtype:

@@ -1,6 +1,7 @@
 """Scenario files: every registered environment from its file, and malformed files refused
 with one clear error naming the file, the key path and what was expected."""
 
+import math
 import shutil
 from pathlib import Path
 
@@ -101,6 +102,12 @@ MALFORMED = [
     ("objective.toml", 'env = "smartgrid-v0"\n[params]\nobjectives = ["happiness"]\n', r"params: .*happiness"),
     ("params.toml", 'env = "voltage33-v0"\nparams = 3\n', r"params: expected a table of voltage33-v0's arguments"),
     ("scenario.toml", 'env = "voltage33-v0"\n[params]\nsolver = "newton"\n', r"params: .*newton"),
+    ("envlist.toml", 'env = ["voltage33-v0"]\n', r"env: expected the name of a registered environment, got \['voltage33-v0'\]"),
+    ("pvsize.toml", 'env = "voltage33-v0"\n[params]\npv_p_max_mw = -1.0\n', r"(?s)params: voltage33-v0: .*params\.pv_p_max_mw\[0\] = -1: expected >= 0 MW"),
+    ("iterations.toml", 'env = "dso33-v0"\n[params]\ndistflow_iterations = 100000000\n', r"params: dso33-v0: distflow_iterations = 100000000: expected 1 to 100"),
+    ("scaletype.toml", 'env = "arbitrage-v0"\n[params]\nprice_csv = { path = "p.csv", column = "eur", scale_mult = "x2" }\n', r"params\.price_csv\.scale_mult: Input should be a valid number \(got 'x2'\)"),
+    ("scalenan.toml", 'env = "arbitrage-v0"\n[params]\nprice_csv = { path = "p.csv", column = "eur", scale_mult = nan }\n', r"params\.price_csv\.scale_mult: Input should be a finite number"),
+    ("sourcekey.toml", 'env = "arbitrage-v0"\n[params]\nprice_csv = { path = "p.csv", colum = "eur" }\n', r"params\.price_csv\.colum: unknown key; expected some of \['path', 'column'"),
 ]  # fmt: skip
 
 
@@ -111,6 +118,15 @@ def test_malformed_file_gives_one_clear_error(tmp_path, file_name, content, mess
         make_from_config(path)
     assert str(err.value).startswith(f"{path}: ")  # the file, first
     assert err.value.__cause__ is None  # one error, not a chain from inside
+
+
+@pytest.mark.parametrize("file_name", ["binary.toml", "binary.yaml"])
+def test_a_binary_file_is_one_clear_error(tmp_path, file_name):
+    path = tmp_path / file_name
+    path.write_bytes(bytes(range(256)))
+    with pytest.raises(ConfigError, match=r"binary\.(toml|yaml): not a text file") as err:
+        make_from_config(path)
+    assert err.value.__cause__ is None
 
 
 def test_missing_file(tmp_path):
@@ -176,6 +192,23 @@ def test_csv_resampled_to_the_sampling_time(tmp_path):
     np.testing.assert_allclose(read_profile(source, 15), np.repeat(np.arange(24.0), 4))
 
 
+PRICE_SOURCES = [
+    # (price.csv's value at row 3, the source's extra keys, what the error must name)
+    ("50", {"scale_mult": math.nan}, r"profile source .*price\.csv: scale_mult = nan; expected a finite number"),
+    ("50", {"scale_add": "x2"}, r"profile source .*price\.csv: scale_add = 'x2'; expected a finite number"),
+    ("1e39", {}, r"price\.csv: row 3: eur = '1e39' \(1e\+39 after scaling\) is beyond float32"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("value, keys, message", PRICE_SOURCES)
+def test_price_source_values_are_checked(tmp_path, value, keys, message):
+    rows = _day_rows(step_min=60)
+    rows[1] = (rows[1][0], value)
+    source = {"path": str(_csv(tmp_path / "price.csv", rows, header="minute,eur")), "column": "eur"}
+    with pytest.raises(ValueError, match=message):
+        jaxgrid.make("arbitrage-v0", price_csv={**source, "time_column": "minute", **keys})
+
+
 def _meshed_case(tmp_path):
     text = CASE33.read_text()
     # one more branch between buses 18 and 33 closes a loop (case33bw's tie lines)
@@ -194,6 +227,7 @@ OWN_MALFORMED = [
     ("length", dict(load_rows=95), r"load\.csv: 95 steps of 15 min are not whole days"),
     ("meshed", dict(meshed=True), r"own\.toml: params: .*(loop|mesh)"),
     ("slack", dict(pv="pv_buses = [1, 25]"), r"bus 1 is the substation"),
+    ("float32", dict(load_value="1e39"), r"load\.csv: row 3: load = '1e39' \(2e\+39 after scaling\) is beyond float32"),
 ]  # fmt: skip
 
 

@@ -66,6 +66,15 @@ def test_actions_are_sanitised_and_counted_per_agent():
     assert bool(jnp.all(jnp.isfinite(new_state.level)))
 
 
+def test_a_float_for_a_discrete_choice_takes_the_nearest_and_is_counted():
+    env = toy_envs.Doors()
+    params = env.default_params()
+    _, state = env.reset(KEY, params)
+    *_, reward, _, _, info = env.step_env(KEY, state, jnp.array([2.7, 1.0]), params)
+    np.testing.assert_array_equal(info["action_clipped"], [1, 0])
+    np.testing.assert_allclose(reward, [0.2, 0.5])  # doors 3 and 1 (all open at step 0)
+
+
 def test_wrong_action_shape_is_one_clear_error():
     env = toy_envs.Tanks()
     params = env.default_params()

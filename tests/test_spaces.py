@@ -78,11 +78,12 @@ def test_discrete_with_agents_and_masks():
 
 
 def test_discrete_project_rounds_floats_and_flags():
-    space = spaces.Discrete(3, shape=(4,))
-    x, clipped, nonfinite = space.project(jnp.array([1.4, 7.0, jnp.nan, -2.0]))
-    np.testing.assert_array_equal(x, [1, 2, 0, 0])
-    np.testing.assert_array_equal(clipped, [False, True, False, True])
-    np.testing.assert_array_equal(nonfinite, [False, False, True, False])
+    """A fraction is not a choice: it goes to the nearest one and counts as clipped."""
+    space = spaces.Discrete(3, shape=(5,))
+    x, clipped, nonfinite = space.project(jnp.array([1.4, 7.0, jnp.nan, -2.0, 2.0]))
+    np.testing.assert_array_equal(x, [1, 2, 0, 0, 2])
+    np.testing.assert_array_equal(clipped, [True, True, False, True, False])
+    np.testing.assert_array_equal(nonfinite, [False, False, True, False, False])
     assert x.dtype == jnp.int32
 
 

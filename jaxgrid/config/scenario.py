@@ -39,8 +39,10 @@
 The ``[params]`` table is validated against the factory's signature (pydantic): unknown
 keys, wrong types, NaN or infinite numbers and values outside the range of well-known
 arguments (capacities, efficiencies, counts, weights, bounds) are errors; so are the
-factory's own refusals (an unknown scenario, objective or abort variable). Every error is
-one :class:`ConfigError` naming the file, the key path and what was expected.
+factory's own refusals (an unknown scenario, objective or abort variable); a CSV profile
+source (``load_csv``, ``pv_csv``, ``price_csv``) is checked key by key; the params built
+pass :func:`jaxgrid.validation.validate_params`. Every error, a file that is not text
+included, is one :class:`ConfigError` naming the file, the key path and what was expected.
 ``[[observations]]`` and ``[[actions]]`` wrap the environment in
 :class:`~jaxgrid.wrappers.declared.DeclaredSpaces`, ``[[agents]]`` in
 :class:`~jaxgrid.wrappers.groups.GroupAgents`.
@@ -59,6 +61,7 @@ import numpy as np
 import pydantic
 from pydantic import ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr
 
+from jaxgrid.data.csv_profiles import UNITS
 from jaxgrid.registry import _REGISTRY, list_envs, make
 from jaxgrid.rewards.scalarise import METHODS, Scalarisation
 from jaxgrid.wrappers.declared import ActionEntry, DeclaredSpaces, ObservationEntry
@@ -74,6 +77,7 @@ NON_NEGATIVE = {
     "lower", "upper", "background_share", "seed", "forecast",
 }  # fmt: skip
 FRACTIONS = {"efficiency": (0.0, 1.0), "initial_soc": (None, 1.0)}  # (0, 1] and [0, 1]
+PROFILE_SOURCES = {"load_csv", "pv_csv", "price_csv"}  # CSV sources (ProfileSource)
 ORDERED_PAIRS = {"soc_bounds", "v_band", "energy_bounds"}
 SECTIONS = {"env", "episode", "params", "reward", "observations", "actions", "agents"}
 STRICT = {float: StrictFloat, int: StrictInt, str: StrictStr, bool: StrictBool}
@@ -116,6 +120,19 @@ class RewardSection(pydantic.BaseModel):
 
 
 Number = Annotated[StrictFloat, Field(allow_inf_nan=False)]
+
+
+class ProfileSource(pydantic.BaseModel):
+    """A CSV profile source argument (``load_csv``, ``pv_csv``, ``price_csv``): the keys of
+    :mod:`jaxgrid.data.csv_profiles`, each of its type."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    path: StrictStr
+    column: StrictStr
+    time_column: StrictStr = "time"
+    unit: Literal[tuple(UNITS)] = "pu"
+    scale_mult: Number = 1.0
+    scale_add: Number = 0.0
 
 
 class ObservationDeclaration(pydantic.BaseModel):
@@ -205,6 +222,8 @@ def _strict(annotation):
 
 def _field(name: str, annotation):
     """The pydantic type of factory argument ``name``, with its range where it is known."""
+    if name in PROFILE_SOURCES:
+        return ProfileSource | None
     if name in POSITIVE:
         return Annotated[annotation, Field(gt=0)]
     if name in NON_NEGATIVE:
@@ -259,7 +278,12 @@ def _check_pairs(params: dict[str, Any]) -> list[tuple[tuple, str]]:
 def _read(path: Path) -> dict[str, Any]:
     if not path.is_file():
         raise ConfigError(f"{path}: no such scenario file")
-    text = path.read_text()
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as err:
+        raise ConfigError(
+            f"{path}: not a text file (byte {err.start} is not UTF-8); expected TOML or YAML"
+        ) from None
     try:
         if path.suffix == ".toml":
             try:
@@ -312,6 +336,8 @@ def load_scenario(path: str | Path) -> Scenario:
     if "env" not in data:
         _fail(path, ("env",), "missing; expected the name of a registered environment")
     env_name = data["env"]
+    if not isinstance(env_name, str):
+        _fail(path, ("env",), f"expected the name of a registered environment, got {env_name!r}")
     if env_name not in _REGISTRY:
         _fail(path, ("env",), f"expected one of {list_envs()}, got {env_name!r}")
     episode = _section(path, data, "episode", EpisodeSection)
@@ -323,16 +349,19 @@ def load_scenario(path: str | Path) -> Scenario:
     try:
         params = params_model(env_name).model_validate(raw)
     except pydantic.ValidationError as err:
-        first = err.errors()[0]
+        errors = err.errors()  # an unknown key first: it often explains a missing one
+        first = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
         expected = first["msg"]
         if first["type"] == "missing" and isinstance(first["loc"][-1], int):
             expected = f"too few entries: entry {first['loc'][-1]} is missing"
             first["loc"] = first["loc"][:-1]
-        elif first["type"] == "extra_forbidden":
+        elif first["type"] == "extra_forbidden" and len(first["loc"]) == 1:
             accepted = sorted(params_model(env_name).model_fields)
             expected = f"unknown argument of {env_name}; expected one of {accepted}"
+        elif first["type"] == "extra_forbidden":  # inside a profile source
+            expected = f"unknown key; expected some of {list(ProfileSource.model_fields)}"
         _fail(path, ("params", *first["loc"]), f"{expected} (got {first['input']!r})")
-    given = {k: getattr(params, k) for k in raw}
+    given = {k: _plain(getattr(params, k)) for k in raw}
     for loc, message in _check_pairs(given):
         _fail(path, ("params", *loc), message)
     return Scenario(
@@ -344,6 +373,13 @@ def load_scenario(path: str | Path) -> Scenario:
         [d.model_dump() for d in declarations.actions],
         [d.model_dump() for d in declarations.agents],
     )
+
+
+def _plain(value):
+    """A validated argument as the factory takes it (a profile source as a dict)."""
+    if isinstance(value, pydantic.BaseModel):
+        return value.model_dump(exclude_unset=True)
+    return value
 
 
 def _declarations(path: Path, data: dict) -> Declarations:

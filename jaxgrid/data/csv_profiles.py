@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from jaxgrid.data.profiles import Profiles, split_days
+from jaxgrid.types import FLOAT32_MAX
 
 UNITS = {"pu": 1.0, "percent": 0.01}
 SOURCE_KEYS = {"path", "column", "time_column", "unit", "scale_mult", "scale_add"}
@@ -39,6 +40,15 @@ def _minutes(stamp: str, path: Path, row: int) -> float:
         raise ValueError(
             f"{path}: row {row}: time {stamp!r} is neither minutes nor an ISO 8601 timestamp"
         ) from None
+
+
+def _scale(source: dict, key: str, default: float, path: Path) -> float:
+    """``source[key]`` as a finite number (``scale_mult``, ``scale_add``)."""
+    value = source.get(key, default)
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if not number or not math.isfinite(value):
+        raise ValueError(f"profile source {path}: {key} = {value!r}; expected a finite number")
+    return float(value)
 
 
 def read_profile(source: dict, sampling_time_min: float, base: Path | None = None) -> np.ndarray:
@@ -59,13 +69,18 @@ def read_profile(source: dict, sampling_time_min: float, base: Path | None = Non
     unit = source.get("unit", "pu")
     if unit not in UNITS:
         raise ValueError(f"{path}: unit {unit!r}; expected one of {list(UNITS)}")
-    with path.open(newline="") as f:
-        reader = csv.DictReader(f)
-        header = reader.fieldnames or []
-        for name in (time_column, column):
-            if name not in header:
-                raise ValueError(f"{path}: no column {name!r}; the file has {header}")
-        rows = list(reader)
+    scale_mult = _scale(source, "scale_mult", 1.0, path)
+    scale_add = _scale(source, "scale_add", 0.0, path)
+    try:
+        with path.open(newline="", encoding="utf-8") as f:
+            reader = csv.DictReader(f)
+            header = reader.fieldnames or []
+            for name in (time_column, column):
+                if name not in header:
+                    raise ValueError(f"{path}: no column {name!r}; the file has {header}")
+            rows = list(reader)
+    except UnicodeDecodeError as err:
+        raise ValueError(f"{path}: not a text file (byte {err.start} is not UTF-8)") from None
     if len(rows) < 2:
         raise ValueError(f"{path}: expected at least two rows of data, got {len(rows)}")
     times = np.array([_minutes(r[time_column], path, i + 2) for i, r in enumerate(rows)])
@@ -91,9 +106,14 @@ def read_profile(source: dict, sampling_time_min: float, base: Path | None = Non
         raise ValueError(
             f"{path}: row {row}: time step changes from {step:g} min; expected a constant step"
         )
-    values = values * UNITS[unit] * float(source.get("scale_mult", 1.0)) + float(
-        source.get("scale_add", 0.0)
-    )
+    values = values * UNITS[unit] * scale_mult + scale_add
+    beyond = np.flatnonzero(np.abs(values) > FLOAT32_MAX)
+    if beyond.size:
+        i = int(beyond[0])
+        raise ValueError(
+            f"{path}: row {i + 2}: {column} = {rows[i][column]!r} ({values[i]:g} after scaling) "
+            f"is beyond float32 (|x| <= {FLOAT32_MAX:.4g}), the type profiles are stored in"
+        )
     ratio = sampling_time_min / step
     if ratio >= 1 and math.isclose(ratio, round(ratio)):
         factor = round(ratio)

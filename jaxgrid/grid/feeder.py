@@ -171,8 +171,8 @@ def from_branch_table(
     ``rate_mva`` of 0 or ``inf`` means no rating.
 
     Raises:
-        ValueError: naming the bad value, bus or branch (NaN, negative resistance,
-            a meshed, disconnected or empty network, ...).
+        ValueError: naming the bad value, bus or branch (NaN, negative resistance, vmin
+            above vmax, a meshed, disconnected or empty network, ...).
     """
     if n_bus is None:
         if bus_ids is None:
@@ -235,6 +235,9 @@ def from_branch_table(
         if bad.size:
             raise ValueError(f"{name} is not finite at buses {bus_ids[bad][:20].tolist()}")
         bus_arrays[name] = arr
+    inverted = np.flatnonzero(bus_arrays["vmin_pu"] > bus_arrays["vmax_pu"])
+    if inverted.size:
+        raise ValueError(f"vmin_pu is above vmax_pu at buses {bus_ids[inverted][:20].tolist()}")
     if np.any(bus_arrays["base_kv"] <= 0):
         raise ValueError(f"base_kv must be > 0, got {bus_arrays['base_kv'].min()}")
     if not np.isfinite(base_mva) or base_mva <= 0:

@@ -424,9 +424,13 @@ def load_case(path) -> dict:
     """Run a MATPOWER case file and return its ``mpc`` struct as a dict of NumPy arrays."""
     path = Path(path)
     try:
-        source = path.read_text()
+        source = path.read_text(encoding="utf-8")
     except OSError as err:
         raise ValueError(f"cannot read MATPOWER case {path}: {err}") from None
+    except UnicodeDecodeError as err:
+        raise ValueError(
+            f"{path}: not a MATPOWER case (byte {err.start} is not UTF-8 text)"
+        ) from None
     env: dict = {}
     try:
         statements = _statements(source)
@@ -445,6 +449,18 @@ def load_case(path) -> dict:
         if field not in mpc:
             raise ValueError(f"{path}: mpc.{field} is missing")
     return mpc
+
+
+def _bus_numbers(path, table: str, column: str, values: np.ndarray) -> np.ndarray:
+    """``values`` (a column of bus numbers) as integers; a fraction or NaN names its row."""
+    whole = np.isfinite(values) & (values == np.round(values))
+    if not np.all(whole):
+        row = int(np.flatnonzero(~whole)[0])
+        raise ValueError(
+            f"{path}: {table} row {row + 1}: {column} = {values[row]:g} is not a bus number "
+            "(a whole number)"
+        )
+    return values.astype(np.int64)
 
 
 def from_matpower(path, vmin_pu=None, vmax_pu=None) -> Feeder:
@@ -467,7 +483,11 @@ def from_matpower(path, vmin_pu=None, vmax_pu=None) -> Feeder:
     gen = np.atleast_2d(np.asarray(mpc.get("gen", np.zeros((0, 8))), float))
     if bus.shape[1] < 13 or branch.shape[1] < 11:
         raise ValueError(f"{path}: mpc.bus needs 13 columns and mpc.branch 11")
-    bus_ids = bus[:, 0].astype(np.int64)
+    bus_ids = _bus_numbers(path, "mpc.bus", "BUS_I", bus[:, 0])
+    from_bus = _bus_numbers(path, "mpc.branch", "F_BUS", branch[:, 0])
+    to_bus = _bus_numbers(path, "mpc.branch", "T_BUS", branch[:, 1])
+    if len(gen):
+        _bus_numbers(path, "mpc.gen", "GEN_BUS", gen[:, 0])
     slack_rows = np.flatnonzero(bus[:, 1] == 3)
     if len(slack_rows) != 1:
         raise ValueError(
@@ -498,8 +518,8 @@ def from_matpower(path, vmin_pu=None, vmax_pu=None) -> Feeder:
         raise ValueError(f"{path}: branch rows {(shifted + 1).tolist()} have a phase shift")
     base_mva = float(np.asarray(mpc["baseMVA"]))
     return from_branch_table(
-        from_bus=branch[:, 0].astype(np.int64),
-        to_bus=branch[:, 1].astype(np.int64),
+        from_bus=from_bus,
+        to_bus=to_bus,
         r_pu=branch[:, 2],
         x_pu=branch[:, 3],
         b_pu=branch[:, 4],

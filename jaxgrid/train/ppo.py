@@ -44,6 +44,7 @@ from jaxgrid.running_stats import RunningStats
 from jaxgrid.train.distributions import BoundedPolicy, n_outputs
 from jaxgrid.train.gae import gae
 from jaxgrid.train.networks import ActorCritic
+from jaxgrid.validation import validate_params
 from jaxgrid.wrappers import CentralisedWrapper, LogWrapper
 
 
@@ -167,6 +168,7 @@ def make_train(
         env = CentralisedWrapper(env)
     env = LogWrapper(env)
     default_params = env.default_params() if params is None else params
+    validate_params(user_env, default_params)
     obs_space = env.observation_space(default_params)
     if isinstance(obs_space, spaces.Dict):
         obs_space = obs_space["observation"]

@@ -170,6 +170,33 @@ def test_unsupported_networks_are_named(tmp_path, edit, message):
         from_matpower(path)
 
 
+@pytest.mark.parametrize(
+    "edit, message",
+    [
+        # bus 30 renumbered 2.5 in the bus and branch tables (once truncated to bus 2)
+        (("\t30\t", "\t2.5\t", -1), r"edited\.m: mpc\.bus row 3: BUS_I = 2\.5 is not a bus number"),
+        # bus 20's VMAX and VMIN swapped: an inverted band
+        (("1\t1.1\t0.9;", "1\t0.9\t1.1;", 1), r"vmin_pu is above vmax_pu at buses \[20\]"),
+    ],
+)
+def test_bus_numbers_and_voltage_limits_are_checked(tmp_path, edit, message):
+    text = (DATA / "two_levels.m").read_text()
+    old, new, count = edit
+    assert old in text
+    path = tmp_path / "edited.m"
+    path.write_text(text.replace(old, new, count))
+    with pytest.raises(ValueError, match=message):
+        from_matpower(path)
+
+
+def test_a_binary_file_is_one_clear_error(tmp_path):
+    path = tmp_path / "case.m"
+    path.write_bytes(bytes(range(256)))
+    with pytest.raises(ValueError, match=r"case\.m: not a MATPOWER case") as err:
+        from_matpower(path)
+    assert err.value.__cause__ is None
+
+
 def test_generator_away_from_the_slack_is_rejected(tmp_path):
     text = (
         (DATA / "two_levels.m")

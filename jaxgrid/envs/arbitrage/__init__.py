@@ -9,6 +9,7 @@ import numpy as np
 from jaxgrid.data.csv_profiles import csv_profiles
 from jaxgrid.data.simbench import PRICE_NAMES, simbench_profiles
 from jaxgrid.devices.battery import BatteryParams
+from jaxgrid.envs.arbitrage import params_rules  # noqa: F401 (declares the params' ranges)
 from jaxgrid.envs.arbitrage.baselines import idle, price_threshold
 from jaxgrid.envs.arbitrage.env import Arbitrage, ArbitrageParams, ArbitrageState
 from jaxgrid.envs.arbitrage.oracle import Schedule, episode_oracle, optimal_schedule

@@ -14,6 +14,7 @@ from jaxgrid.devices.battery import BatteryParams
 from jaxgrid.devices.ev import EVParams
 from jaxgrid.devices.flexload import FlexLoadParams
 from jaxgrid.devices.renewable import S_MAX_RATIO
+from jaxgrid.envs.ders import params_rules  # noqa: F401 (declares the params' ranges)
 from jaxgrid.envs.ders.baselines import no_control, price_and_voltage_rules
 from jaxgrid.envs.ders.env import TYPES, DERs, DERsParams, DERsState
 from jaxgrid.envs.voltage.zones import spread_buses
@@ -70,8 +71,9 @@ def make_ders(
         price: the price series of the energy cost.
         weights: default weights of energy_cost, losses, voltage, discomfort, fairness
             (chosen so that each term is of order one per step).
-        distflow_iterations: sweeps of the nonlinear solver (Newton-Raphson takes over
-            where they do not converge).
+        distflow_iterations: sweeps of the nonlinear solver, 1 to 100
+            (:data:`jaxgrid.grid.distflow.MAX_ITERATIONS`: each is unrolled);
+            Newton-Raphson takes over where they do not converge.
         abort: bounds that end an episode, e.g. ``{"min_battery_soc": (0.2, 1.0)}``.
         feeder: another network than the scenario's: a bundled case name, a MATPOWER
             ``.m`` or a pandapower ``.json`` file; it must be radial. Branch ratings are

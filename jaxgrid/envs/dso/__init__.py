@@ -9,6 +9,7 @@ import numpy as np
 from jaxgrid.data.csv_profiles import csv_profiles
 from jaxgrid.data.simbench import simbench_profiles
 from jaxgrid.devices.flexload import FlexLoadParams
+from jaxgrid.envs.dso import params_rules  # noqa: F401 (declares the params' ranges)
 from jaxgrid.envs.dso.baselines import evening_shift, no_control
 from jaxgrid.envs.dso.env import DSO, DSOParams, DSOState
 from jaxgrid.grid import cases
@@ -49,8 +50,9 @@ def make_dso(
         vm_slack_pu: substation voltage.
         v_band: voltage band of the cost, pu.
         deferral_weight: weight of the deferral objective in the default reward.
-        distflow_iterations: sweeps of the nonlinear solver (Newton-Raphson takes over
-            where they do not converge).
+        distflow_iterations: sweeps of the nonlinear solver, 1 to 100
+            (:data:`jaxgrid.grid.distflow.MAX_ITERATIONS`: each is unrolled);
+            Newton-Raphson takes over where they do not converge.
         abort: bounds that end an episode, e.g. ``{"min_vm_pu": (0.85, inf)}``.
         power_flow_penalty: reward lost on a step whose power flow fails (the episode
             ends there): more than a day of the worst rewards a solved step pays (about

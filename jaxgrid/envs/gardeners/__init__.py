@@ -8,6 +8,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxgrid.envs.gardeners import params_rules  # noqa: F401 (declares the params' ranges)
 from jaxgrid.envs.gardeners.actions import action_names
 from jaxgrid.envs.gardeners.env import OBSERVATIONS, Gardeners
 from jaxgrid.envs.gardeners.grid_file import GridFile, read_grid_file

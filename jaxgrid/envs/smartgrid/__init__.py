@@ -8,6 +8,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxgrid.envs.smartgrid import params_rules  # noqa: F401 (declares the params' ranges)
 from jaxgrid.envs.smartgrid.buildings import COMFORT_CURVES, PROFILES, openei_profile
 from jaxgrid.envs.smartgrid.env import OBJECTIVES, SmartGrid
 from jaxgrid.envs.smartgrid.observation import GLOBAL_FIELDS, LOCAL_FIELDS, OBSERVATION_FIELDS

@@ -33,6 +33,7 @@ from jaxgrid.grid.limits import branch_loading, voltage_violation_pu
 from jaxgrid.grid.solvers import hold_failed
 from jaxgrid.rewards.abort import AbortConditions
 from jaxgrid.types import Array
+from jaxgrid.validation import validate_params
 
 
 @struct.dataclass
@@ -94,7 +95,9 @@ class SmartGridOnFeeder(Environment):
         return params.society.scalarisation
 
     def with_scalarisation(self, params: FeederParams, scalarisation) -> FeederParams:
-        return params.replace(society=params.society.replace(scalarisation=scalarisation))
+        params = params.replace(society=params.society.replace(scalarisation=scalarisation))
+        validate_params(self, params)
+        return params
 
     def device_buses(self, params: FeederParams) -> dict:
         """Buses of the prosumer buildings, for pictures."""

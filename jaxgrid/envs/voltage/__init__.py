@@ -12,6 +12,7 @@ from jaxgrid.data.csv_profiles import csv_profiles
 from jaxgrid.data.simbench import simbench_profiles
 from jaxgrid.data.synthetic import synthetic_profiles
 from jaxgrid.devices.renewable import S_MAX_RATIO
+from jaxgrid.envs.voltage import params_rules  # noqa: F401 (declares the params' ranges)
 from jaxgrid.envs.voltage.baselines import no_control, volt_var_curve, volt_var_droop
 from jaxgrid.envs.voltage.env import VoltageControl
 from jaxgrid.envs.voltage.types import SOLVERS, VoltageParams, VoltageState
@@ -62,8 +63,9 @@ def make_voltage(
         solver: ``"distflow"`` or ``"lindistflow"``.
         q_weight: weight of the reactive-power objective in the default weighted sum.
         load_scale: multiplier of every load (default: the scenario's).
-        distflow_iterations: sweeps of the nonlinear solver (Newton-Raphson takes over
-            where they do not converge).
+        distflow_iterations: sweeps of the nonlinear solver, 1 to 100
+            (:data:`jaxgrid.grid.distflow.MAX_ITERATIONS`: each is unrolled);
+            Newton-Raphson takes over where they do not converge.
         profiles: ``"simbench"`` (the bundled measured year) or ``"synthetic"``.
         abort: bounds that end an episode, e.g. ``{"min_vm_pu": (0.8, inf)}``.
         seed: seed of the synthetic profiles.

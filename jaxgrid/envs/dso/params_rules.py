@@ -1,0 +1,14 @@
+"""The physical range of :class:`DSOParams` (checked by :mod:`jaxgrid.validation`)."""
+
+from jaxgrid.envs.dso.env import DISTFLOW, LINDISTFLOW, DSOParams
+from jaxgrid.validation import Range, bus_index, code_of, column_of, declare, voltage_band
+
+declare(
+    DSOParams,
+    column_of("load_profile", "profiles.load"),
+    Range("load_scale", gt=0, unit="(multiplier of every load)"),
+    bus_index("flex_bus"),
+    *voltage_band(),
+    Range("dt_h", gt=0, unit="h"),
+    code_of("solver", {"lindistflow": LINDISTFLOW, "distflow": DISTFLOW}),
+)
