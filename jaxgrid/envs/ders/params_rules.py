@@ -1,6 +1,7 @@
 """The physical range of :class:`DERsParams` (checked by :mod:`jaxgrid.validation`)."""
 
-from jaxgrid.envs.ders.env import DISTFLOW, LINDISTFLOW, DERsParams
+from jaxgrid.envs.ders.env import DERsParams
+from jaxgrid.grid.solvers import SOLVERS
 from jaxgrid.validation import Ordered, Range, bus_index, code_of, column_of, declare, voltage_band
 
 declare(
@@ -26,5 +27,6 @@ declare(
     column_of("price_column", "profiles.price"),
     *voltage_band(),
     Range("dt_h", gt=0, unit="h"),
-    code_of("solver", {"lindistflow": LINDISTFLOW, "distflow": DISTFLOW}),
+    code_of("solver", SOLVERS),
+    Range("power_flow_penalty", ge=0, unit="(reward lost on a failed power flow)"),
 )

@@ -1,6 +1,7 @@
 """The physical range of :class:`DSOParams` (checked by :mod:`jaxgrid.validation`)."""
 
-from jaxgrid.envs.dso.env import DISTFLOW, LINDISTFLOW, DSOParams
+from jaxgrid.envs.dso.env import DSOParams
+from jaxgrid.grid.solvers import SOLVERS
 from jaxgrid.validation import Range, bus_index, code_of, column_of, declare, voltage_band
 
 declare(
@@ -10,5 +11,6 @@ declare(
     bus_index("flex_bus"),
     *voltage_band(),
     Range("dt_h", gt=0, unit="h"),
-    code_of("solver", {"lindistflow": LINDISTFLOW, "distflow": DISTFLOW}),
+    code_of("solver", SOLVERS),
+    Range("power_flow_penalty", ge=0, unit="(reward lost on a failed power flow)"),
 )

@@ -61,4 +61,5 @@ declare(
     Range("background_share", ge=0),
     Range("power_factor", gt=0, le=1),
     *voltage_band(),
+    Range("power_flow_penalty", ge=0, unit="(reward lost on a failed power flow)"),
 )

@@ -17,4 +17,5 @@ declare(
     *voltage_band(),
     code_of("barrier", BARRIERS),
     code_of("solver", SOLVERS),
+    Range("power_flow_penalty", ge=0, unit="(reward lost on a failed power flow)"),
 )
