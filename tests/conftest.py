@@ -59,3 +59,41 @@ def assert_tree_finite(tree, what: str = "tree"):
         arr = np.asarray(leaf)
         if np.issubdtype(arr.dtype, np.floating):
             assert np.all(np.isfinite(arr)), f"{what} has non-finite values"
+
+
+def ac_loadability(feeder, p_mw, q_mvar, tolerance: float = 1e-3) -> tuple[float, object]:
+    """``(share, net)``: the largest share ``s <= 1`` of the bus loads ``p_mw``, ``q_mvar``
+    ``(n_bus,)`` at which pandapower's Newton-Raphson converges on ``feeder``, followed
+    from no load by load continuation (each solve starts from the last), and the solved
+    pandapower network; the share is 1.0 when the full loading has an AC solution. The
+    judge of whether a power flow that failed had a solution to find."""
+    pp = pytest.importorskip("pandapower")
+    from jaxgrid.grid import to_pandapower
+
+    ones = np.ones(feeder.n_bus)
+    net = to_pandapower(feeder, ones, ones)  # one load per bus, in bus order
+    p_mw, q_mvar = np.asarray(p_mw, float), np.asarray(q_mvar, float)
+
+    def solves(share, init):
+        net.load["p_mw"], net.load["q_mvar"] = share * p_mw, share * q_mvar
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                pp.runpp(net, init=init, max_iteration=30, tolerance_mva=1e-9, numba=False)
+            return True
+        except pp.LoadflowNotConverged:
+            return False
+
+    if solves(1.0, "flat"):
+        return 1.0, net
+    reached, step = 0.0, 0.25
+    solves(0.0, "flat")
+    while step > tolerance:
+        if solves(min(1.0, reached + step), "results"):
+            reached = min(1.0, reached + step)
+            if reached == 1.0:
+                return 1.0, net
+        else:
+            solves(reached, "flat" if reached == 0.0 else "results")  # back to the last solution
+            step /= 2
+    return reached, net
