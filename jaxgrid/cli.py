@@ -24,6 +24,8 @@ def _demo(args) -> int:
         f"on {jax.devices()[0].platform.upper()}\n"
     )
     skip = {
+        "abort_reason",
+        "power_flow_failed",
         "reward_vector",
         "objective_mask",
         "costs",
@@ -48,13 +50,18 @@ def _demo(args) -> int:
             "return/episode": float(jnp.sum(trajectory.reward))
             / (args.envs * args.episodes * env.num_agents),
         }
+        # a step whose power flow failed has no physical figures: averages skip it
+        failed = info.get("power_flow_failed")
+        solved = jnp.ones(trajectory.reward.shape[:2], bool) if failed is None else ~failed
+        if failed is not None:
+            row["power_flow_failed"] = float(jnp.mean(failed))
         for i, obj in enumerate(env.objective_names):
-            row[obj] = float(jnp.mean(info["reward_vector"][..., i]))
+            row[obj] = _mean_over(info["reward_vector"][..., i], solved)
         for i, cost in enumerate(env.cost_names):
             row[f"cost:{cost}"] = float(jnp.mean(info["costs"][..., i]))
         for key, value in info.items():
             if key not in skip and value.ndim == 2:  # one scalar per step (time, env)
-                row[key] = float(jnp.mean(value.astype(jnp.float32)))
+                row[key] = _mean_over(value, solved)
         row["env-steps/s"] = rate
         row["compile s"] = compile_s
         if header is None:
@@ -65,7 +72,25 @@ def _demo(args) -> int:
         print("| " + " | ".join(cells) + " |")
     if "controllable" in header:
         print("\ncontrollable = share of steps with every bus voltage in [0.95, 1.05] pu (CR)")
+    if "power_flow_failed" in header:
+        print(
+            "power_flow_failed = share of steps whose power flow has no solution (voltage "
+            "collapse; the episode ends there); objectives and info columns average the "
+            "other steps"
+        )
     return 0
+
+
+def _mean_over(values, solved) -> float:
+    """Mean of per-step ``values`` ``(steps, envs, ...)`` over the solved steps (nan if none)."""
+    import jax.numpy as jnp
+
+    weight = solved.reshape(solved.shape + (1,) * (values.ndim - 2)).astype(jnp.float32)
+    weight = jnp.broadcast_to(weight, values.shape)
+    total = jnp.sum(weight)
+    return (
+        float(jnp.sum(values.astype(jnp.float32) * weight) / total) if total > 0 else float("nan")
+    )
 
 
 def _list(args) -> int:

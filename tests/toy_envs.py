@@ -255,3 +255,29 @@ class PublicGoods(Environment):
             truncated=state.time >= self.horizon,
             info={"contributed": jnp.mean(contribution)},
         )
+
+
+@struct.dataclass
+class CollapsesParams(TanksParams):
+    power_flow_penalty: jax.Array
+
+
+class Collapses(Tanks):
+    """Tanks whose 'power flow' fails on the fourth step of every episode, reporting a
+    garbage ``loss_mw`` there (1e6; 1.0 on every solved step): nothing may average it."""
+
+    cost_names = ("overflow", "power_flow")
+
+    def default_params(self):
+        return CollapsesParams(
+            **vars(super().default_params()), power_flow_penalty=jnp.float32(9.0)
+        )
+
+    def transition(self, key, state, action, params):
+        tr = super().transition(key, state, action, params)
+        failed = tr.state.time == 4
+        return tr._replace(
+            costs=jnp.concatenate([tr.costs, jnp.zeros_like(tr.costs)], axis=1),
+            info={**tr.info, "loss_mw": jnp.where(failed, 1e6, 1.0)},
+            failed=failed,
+        )

@@ -5,6 +5,9 @@ held-out days of ``params.profiles`` when there are some) and reports, averaged 
 episodes, the episode return (mean over agents), every objective summed over the
 episode, every cost summed over the episode, and the episode mean of every per-step
 scalar in ``info`` (for instance ``controllable``, whose mean is the controllable ratio).
+In feeder environments a step whose power flow failed ends the episode and adds to no
+physical figure: ``power_flow_failed`` is the share of steps that failed, every other
+scalar is the mean over the steps whose power flow was solved.
 
 :func:`compare` evaluates the policy and every baseline of ``env.baselines(params)`` on
 the same episodes (same keys, so the same days), adds the perfect-foresight optimum
@@ -25,6 +28,7 @@ import numpy as np
 from jaxgrid.env import Environment
 
 NOT_METRICS = {"final_observation", "action_clipped", "action_nonfinite", "abort_reason"}
+FAILED = "power_flow_failed"  # a metric over all steps; the others over the solved ones
 REFERENCES = ("no_control", "idle", "random")  # score 0: the first of these an env has
 
 
@@ -54,9 +58,10 @@ def episode_totals(policy: Callable, env: Environment, params: Any, k_reset, k_r
             k_step, state, policy(k_act, obs), params
         )
         live = alive.astype(reward.dtype)
+        failed = jnp.asarray(info.get("power_flow_failed", False), reward.dtype)
         active = jnp.where(info["objective_mask"], info["reward_vector"], 0.0)
         scalars = {
-            k: jnp.asarray(v, reward.dtype)
+            k: jnp.asarray(v, reward.dtype) * (1.0 if k == FAILED else 1.0 - failed)
             for k, v in info.items()
             if k not in NOT_METRICS and jnp.ndim(v) == 0
         }
@@ -65,6 +70,7 @@ def episode_totals(policy: Callable, env: Environment, params: Any, k_reset, k_r
             "objectives": jnp.mean(active, axis=0),
             "costs": jnp.mean(info["costs"], axis=0),
             "steps": jnp.ones_like(live),
+            "solved_steps": 1.0 - failed,
             "metrics": scalars,
         }
         out = jax.tree_util.tree_map(lambda x: x * live, out)
@@ -86,13 +92,17 @@ def summarise(totals: dict, env: Environment) -> dict:
     """Means over episodes of stacked :func:`episode_totals` (on the host)."""
     totals = jax.device_get(totals)
     steps = np.maximum(totals["steps"], 1)
+    solved = np.maximum(totals["solved_steps"], 1)
     mean = lambda x: np.mean(x, axis=0).tolist()  # noqa: E731  over episodes
     return {
         "episodes": int(np.size(totals["return"])),
         "return": float(np.mean(totals["return"])),
         "objectives": dict(zip(env.objective_names, mean(totals["objectives"]), strict=True)),
         "costs": dict(zip(env.cost_names, mean(totals["costs"]), strict=True)),
-        "metrics": {k: float(np.mean(v / steps)) for k, v in totals["metrics"].items()},
+        "metrics": {
+            k: float(np.mean(v / (steps if k == FAILED else solved)))
+            for k, v in totals["metrics"].items()
+        },
     }
 
 

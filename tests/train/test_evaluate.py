@@ -12,7 +12,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from toy_envs import Doors, Tanks
+from toy_envs import Collapses, Doors, Tanks
 
 from jaxgrid.train.evaluate import batch_totals, compare, evaluate, score
 
@@ -76,3 +76,17 @@ def test_an_episode_that_terminates_stops_counting():
     # the return is the first step's alone: equal weights, no effort -> half the tracking
     np.testing.assert_allclose(totals["return"], 0.5 * totals["objectives"][:, 0], rtol=1e-6)
     assert np.all(totals["objectives"][:, 0] > -0.5 - 0.05)  # levels start in [0, 0.6]
+
+
+def test_failed_power_flows_end_the_episode_and_add_to_no_figure():
+    """The toy fails on its fourth step: each episode has 4 steps, 1 failed, whose reward
+    is the penalty 9 and whose garbage loss (1e6) reaches no average."""
+    env = Collapses(num_agents=2, horizon=7)
+    params = env.default_params()
+    still = lambda key, obs: jnp.zeros((2, 1))  # noqa: E731
+    result = evaluate(still, env, params, KEY, episodes=4)
+    assert result["metrics"]["power_flow_failed"] == pytest.approx(0.25)
+    assert result["metrics"]["loss_mw"] == pytest.approx(1.0)
+    assert result["costs"]["power_flow"] == pytest.approx(1.0)
+    tracking = evaluate(still, Tanks(num_agents=2, horizon=7), params, KEY, episodes=4)
+    assert result["return"] < -9.0 < tracking["return"]
