@@ -6,7 +6,10 @@
 Speed: batched, jitted solves per second of random load scenarios (every bus scaled by
 U(0.5, 1.5), drawn before timing), median of repeated runs after compilation, compile
 time reported apart; on one XLA device and with the batch sharded over all local
-devices. On a CPU the script first asks XLA for one host device per core
+devices. Solvers: LinDistFlow, the DistFlow sweep, DistFlow by Newton-Raphson (6
+iterations from LinDistFlow) and the sweep with the Newton fallback the environments
+use; on case33bw the fallback also runs a batch where one solve in five is at 3.5x the
+base load, near the nose of the PV curve, where the sweep does not converge. On a CPU the script first asks XLA for one host device per core
 (``--xla_force_host_platform_device_count``), which must happen before JAX starts.
 pandapower's Newton-Raphson ``runpp`` solves the same kind of scenarios one by one.
 
@@ -61,6 +64,12 @@ def speed(cases, batches, repeats):
     solvers = {
         "lindistflow": lambda f: jax.vmap(lambda p, q: grid.lindistflow(f, p, q)),
         "distflow (10 it.)": lambda f: jax.vmap(lambda p, q: grid.distflow(f, p, q, iterations=10)),
+        "distflow_newton (6 it.)": lambda f: jax.vmap(
+            lambda p, q: grid.distflow_newton(f, p, q, iterations=6)
+        ),
+        "distflow_with_fallback": lambda f: jax.vmap(
+            lambda p, q: grid.distflow_with_fallback(f, p, q)
+        ),
     }
     rows = []
     for case in cases:
@@ -68,9 +77,14 @@ def speed(cases, batches, repeats):
         for batch in batches:
             key = jax.random.PRNGKey(batch)
             scale = jax.random.uniform(key, (batch, feeder.n_bus), minval=0.5, maxval=1.5)
-            p = (scale * jnp.asarray(feeder.p_load_mw)).astype(jnp.float32)
-            q = (scale * jnp.asarray(feeder.q_load_mvar)).astype(jnp.float32)
-            for name, build in solvers.items():
+            runs = [(name, build, scale) for name, build in solvers.items()]
+            if case == "case33bw":  # the fallback with one solve in five near the nose
+                heavy = jnp.where(jnp.arange(batch)[:, None] % 5 == 0, 3.5, scale)
+                fallback = solvers["distflow_with_fallback"]
+                runs.append(("distflow_with_fallback, 1 in 5 at 3.5x load", fallback, heavy))
+            for name, build, s in runs:
+                p = (s * jnp.asarray(feeder.p_load_mw)).astype(jnp.float32)
+                q = (s * jnp.asarray(feeder.q_load_mvar)).astype(jnp.float32)
                 one = jax.jit(build(feeder))
                 rate_1, compile_s = _median_rate(one, (p, q), batch, repeats)
                 rate_all = None

@@ -5,8 +5,10 @@
 - :func:`load_feeder` (a bundled name, a MATPOWER or a pandapower file);
 - bundled cases :func:`case33bw`, :func:`case69`, :func:`case85`, :func:`case118zh`,
   :func:`case136ma`, :func:`case141`;
-- solvers :func:`lindistflow` (linear, lossless) and :func:`distflow` (nonlinear sweep),
-  both returning a :class:`PowerFlowResult`;
+- solvers :func:`lindistflow` (linear, lossless), :func:`distflow` (nonlinear sweep),
+  :func:`distflow_newton` (Newton-Raphson on the tree) and :func:`distflow_with_fallback`
+  (the sweep, Newton where it did not converge), each returning a
+  :class:`PowerFlowResult`;
 - :func:`voltage_angles` from a result; limits :func:`voltage_violation_pu`,
   :func:`branch_loading`.
 
@@ -27,6 +29,8 @@ from jaxgrid.grid.cases import (
     load_feeder,
 )
 from jaxgrid.grid.distflow import distflow
+from jaxgrid.grid.distflow_newton import distflow_newton
+from jaxgrid.grid.fallback import distflow_with_fallback
 from jaxgrid.grid.feeder import Feeder, from_branch_table
 from jaxgrid.grid.limits import branch_loading, voltage_violation_pu
 from jaxgrid.grid.lindistflow import lindistflow
@@ -46,6 +50,8 @@ __all__ = [
     "case136ma",
     "case141",
     "distflow",
+    "distflow_newton",
+    "distflow_with_fallback",
     "from_branch_table",
     "from_matpower",
     "from_pandapower",
