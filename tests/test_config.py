@@ -427,7 +427,7 @@ def test_reward_section_sets_a_cost_penalty(tmp_path):
         'env = "voltage33-v0"\n[reward]\ncost_penalty = { voltage_band = 10.0 }\n',
     )
     env, params = make_from_config(path)
-    np.testing.assert_allclose(np.asarray(params.scalarisation.cost_weights), [10.0])
+    np.testing.assert_allclose(np.asarray(params.scalarisation.cost_weights), [10.0, 0.0])
     _, registered = jaxgrid.make("voltage33-v0")
     np.testing.assert_array_equal(params.scalarisation.weights, registered.scalarisation.weights)
     # a training run builds the same params from the file
@@ -444,7 +444,7 @@ REWARD_MALFORMED = [
     ("weights = { voltage = -1.0 }", r"reward\.weights\.voltage: Input should be greater than or equal to 0"),
     ('scalarisation = "median"', r"reward\.scalarisation: Input should be 'weighted_sum', 'min', 'product' or 'single'"),
     ("temperature = 2.0", r"reward\.temperature: Extra inputs are not permitted"),
-    ("cost_penalty = { voltage = 1.0 }", r"reward\.cost_penalty\.voltage: not a cost of voltage33-v0; expected some of \['voltage_band'\]"),
+    ("cost_penalty = { voltage = 1.0 }", r"reward\.cost_penalty\.voltage: not a cost of voltage33-v0; expected some of \['voltage_band', 'power_flow'\]"),
     ("cost_penalty = { voltage_band = -1.0 }", r"reward\.cost_penalty\.voltage_band: Input should be greater than or equal to 0"),
 ]  # fmt: skip
 
