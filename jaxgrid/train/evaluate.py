@@ -6,8 +6,9 @@ episodes, the episode return (mean over agents), every objective summed over the
 episode, every cost summed over the episode, and the episode mean of every per-step
 scalar in ``info`` (for instance ``controllable``, whose mean is the controllable ratio).
 In feeder environments a step whose power flow failed ends the episode and adds to no
-physical figure: ``power_flow_failed`` is the share of steps that failed, every other
-scalar is the mean over the steps whose power flow was solved.
+physical figure: ``power_flow_failed`` is the share of all evaluated steps that failed
+(pooled over episodes: an episode that fails at once counts as one step), every other
+scalar is the episode mean over the steps whose power flow was solved.
 
 :func:`compare` evaluates the policy and every baseline of ``env.baselines(params)`` on
 the same episodes (same keys, so the same days), adds the perfect-foresight optimum
@@ -100,7 +101,7 @@ def summarise(totals: dict, env: Environment) -> dict:
         "objectives": dict(zip(env.objective_names, mean(totals["objectives"]), strict=True)),
         "costs": dict(zip(env.cost_names, mean(totals["costs"]), strict=True)),
         "metrics": {
-            k: float(np.mean(v / (steps if k == FAILED else solved)))
+            k: float(np.sum(v) / np.sum(steps)) if k == FAILED else float(np.mean(v / solved))
             for k, v in totals["metrics"].items()
         },
     }
