@@ -5,7 +5,8 @@ reward was computed from a failed solve.
 
 Each environment runs ``--steps`` random-action steps (100 environments in one jitted,
 vmapped ``lax.scan`` of ``env.step``, so episodes that end restart). A step whose power
-flow did not converge must pay exactly ``-params.power_flow_penalty`` and nothing else;
+flow did not converge must pay exactly ``-env.failure_penalty(state, params)`` and
+nothing else;
 the table counts the steps where that does not hold ("rewards from failed solves", which
 must be 0). Whether the failed steps really had no AC solution is the judge test's
 question (``tests/envs/test_power_flow_failure.py``, every step with
@@ -46,17 +47,17 @@ def failures(name: str, steps: int, seed: int = 1) -> dict:
             obs, state = carry
             k_act, k_step = jax.random.split(key)
             mask = obs.get("action_mask") if isinstance(obs, dict) else None
+            penalty = env.failure_penalty(state, params)
             obs, state, reward, _, _, info = env.step(
                 k_step, state, space.sample(k_act, mask), params
             )
-            return (obs, state), (info["power_flow_failed"], reward)
+            return (obs, state), (info["power_flow_failed"], reward + penalty)
 
         return jax.lax.scan(body, (obs, state), jax.random.split(k_run, steps // NUM_ENVS))[1]
 
     keys = jax.random.split(jax.random.PRNGKey(seed), NUM_ENVS)
-    failed, reward = jax.device_get(jax.jit(jax.vmap(run))(keys))
-    penalty = -np.float32(params.power_flow_penalty)
-    paid = np.all(reward == penalty, axis=-1)
+    failed, reward_plus_penalty = jax.device_get(jax.jit(jax.vmap(run))(keys))
+    paid = np.all(np.abs(reward_plus_penalty) < 1e-5, axis=-1)  # reward == -penalty
     return {
         "steps": int(failed.size),
         "failed": int(failed.sum()),

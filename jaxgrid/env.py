@@ -34,9 +34,13 @@ obs, state, reward, terminated, truncated, info = env.step(key, state, action, p
   no solution) as ``Transition.failed``; the step then terminates the episode,
   ``info["power_flow_failed"]`` is True, the only cost is ``power_flow`` = 1 (a column of
   ``env.cost_names``), every objective is 0 and the reward is the documented, bounded
-  ``-params.power_flow_penalty`` (less any cost penalty) instead of anything computed
-  from the failed solve. The environment itself keeps its state and observation free of
-  the failed numbers (:func:`~jaxgrid.grid.solvers.hold_failed`).
+  ``-`` :meth:`Environment.failure_penalty` (less any cost penalty) instead of anything
+  computed from the failed solve: ``params.power_flow_penalty`` for the failed step and
+  for every step the episode loses, so that ending an episode this way never beats
+  continuing at ``-power_flow_penalty`` a step (gym-ANM charges a terminal state the
+  worst reward for all the steps it cuts off, in the same spirit). The environment keeps
+  its state and observation free of the failed numbers
+  (:func:`~jaxgrid.grid.solvers.hold_failed`).
 - ``step`` auto-resets: it splits ``key`` into ``(key_step, key_reset)``, computes both
   ``step_env(key_step, ...)`` and ``reset_env(key_reset, params)`` and selects the reset
   when the episode ended. ``info["final_observation"]`` is the observation before the
@@ -238,7 +242,7 @@ class Environment(abc.ABC, Generic[TState, TParams]):
             info["power_flow_failed"] = tr.failed
         reward = scalarise(reward_vector, mask, scalarisation)
         if tr.failed is not None:
-            penalty = jnp.asarray(params.power_flow_penalty, reward.dtype)
+            penalty = jnp.asarray(self.failure_penalty(state, params), reward.dtype)
             reward = jnp.where(tr.failed, -penalty, reward)
         if scalarisation.cost_weights is not None:
             n = jnp.shape(scalarisation.cost_weights)[-1]
@@ -320,6 +324,12 @@ class Environment(abc.ABC, Generic[TState, TParams]):
         obs, state = jax.lax.cond(jnp.any(done), with_resets, lambda: (obs_step, state_step))
         info["final_observation"] = obs_step
         return obs, state, reward, terminated, truncated, info
+
+    def failure_penalty(self, state: TState, params: TParams) -> Array:
+        """``()`` reward lost, per agent, when the step from ``state`` fails:
+        ``params.power_flow_penalty`` for the failed step and each step the episode
+        loses (``horizon - state.time`` in all)."""
+        return params.power_flow_penalty * (self.horizon - state.time)
 
     def _failure_outcome(self, failed: Array, reward_vector: Array, costs: Array):
         """Objectives and costs of a step whose physics failed: every objective 0, the only

@@ -38,8 +38,9 @@ above 1, shared; ratings are assumed where the case has none), ``device_limits``
 power flow failed).
 
 **Episode.** One day; truncated at the horizon. A power flow with no solution (voltage
-collapse) terminates it with the reward ``-power_flow_penalty`` (default 5000, more than
-a day of the worst rewards a step pays) and ``info["power_flow_failed"]``; the state keeps
+collapse) terminates it with the reward ``-power_flow_penalty`` for the failed step and
+every step it cuts off (default 10 a step, more than random actions pay on average) and
+``info["power_flow_failed"]``; the state keeps
 the last solved voltages.
 """
 
@@ -97,7 +98,7 @@ class DERsParams:
     ev_arrival_range, ev_stay_range: ``(n_ev, 2)`` int32 inclusive ranges, steps.
     price_column: ``()`` int32 price series for the energy cost.
     v_lower, v_upper: voltage band; dt_h: step, hours; solver: ``()`` int32.
-    power_flow_penalty: ``()`` reward lost per agent on a step whose power flow fails.
+    power_flow_penalty: ``()`` reward lost per agent and step lost when a power flow fails.
     abort: bounds on bus voltages and battery SOCs (off by default).
     scalarisation: how the objectives become the reward.
     """

@@ -31,7 +31,8 @@ minus the demand curtailed (MWh); ``deferral``: minus the energy waiting in buff
 
 **Episode.** ``horizon`` steps (a day) from a day drawn from ``profiles.days``. A power
 flow with no solution (voltage collapse) terminates it with the reward
-``-power_flow_penalty`` (default 50, more than a day of the worst rewards a step pays)
+``-power_flow_penalty`` for the failed step and every step it cuts off (default 0.15 a
+step, more than random actions pay on average)
 and ``info["power_flow_failed"]``; the state keeps the last solved voltages and flows.
 """
 
@@ -77,7 +78,7 @@ class DSOParams:
     v_lower, v_upper: ``()`` voltage band, pu.
     dt_h: ``()`` step length, hours.
     solver: ``()`` int32 ``LINDISTFLOW`` or ``DISTFLOW``.
-    power_flow_penalty: ``()`` reward lost on a step whose power flow fails.
+    power_flow_penalty: ``()`` reward lost per step lost when a power flow fails.
     abort: bounds on the lowest and highest bus voltage (off by default).
     scalarisation: how the objectives become the reward.
     """

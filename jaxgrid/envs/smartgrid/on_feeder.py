@@ -10,8 +10,8 @@ the agent's bus voltage (12 columns); the costs ``voltage_band`` and ``thermal``
 ratings where the case has none) join the ethical objectives, which are unchanged.
 
 A power flow with no solution (voltage collapse) ends the episode with the reward
-``-power_flow_penalty`` (default 1000: more than a 10,000-step episode of the worst
-rewards a step pays), ``info["power_flow_failed"]`` and the ``power_flow`` cost; the state
+``-power_flow_penalty`` for the failed step and every step it cuts off (default 0.05 a
+step, more than the rewards of all but 1 % of random steps), ``info["power_flow_failed"]`` and the ``power_flow`` cost; the state
 keeps the last solved voltages.
 """
 
@@ -52,7 +52,7 @@ class FeederParams:
     background_share: ``()`` share of the feeder's base load drawn besides the agents.
     power_factor: ``()`` of the buildings' draw.
     v_lower, v_upper: ``()`` voltage band, pu.
-    power_flow_penalty: ``()`` reward lost per agent on a step whose power flow fails.
+    power_flow_penalty: ``()`` reward lost per agent and step lost when a power flow fails.
     abort: bounds on the lowest and highest bus voltage (off by default).
     """
 
@@ -127,6 +127,10 @@ class SmartGridOnFeeder(Environment):
         ].add(p_agents * tan_phi)
         return p.astype(dtype), q.astype(dtype)
 
+    def failure_penalty(self, state: FeederState, params: FeederParams):
+        """``power_flow_penalty`` for the failed step and each step the episode loses."""
+        return params.power_flow_penalty * (self.horizon - state.society.time)
+
     def power_flow(self, enacted: Array, params: FeederParams):
         """The feeder solved for the bus loads of the agents' enacted actions."""
         p, q = self.bus_loads(enacted, params)
@@ -188,7 +192,7 @@ def on_feeder(
     abort: dict | None = None,
     feeder: str = "case33bw",
     agent_buses: tuple[int, ...] | None = None,
-    power_flow_penalty: float = 1000.0,
+    power_flow_penalty: float = 0.05,
 ):
     """Place a smartgrid society on ``feeder`` (a bundled case name, a MATPOWER ``.m`` or a
     pandapower ``.json`` file): agent ``i`` at ``agent_buses[i]`` (the feeder data's bus

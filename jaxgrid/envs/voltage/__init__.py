@@ -53,7 +53,7 @@ def make_voltage(
     pv_p_max_mw: float | None = None,
     load_csv: dict | None = None,
     pv_csv: dict | None = None,
-    power_flow_penalty: float = 100.0,
+    power_flow_penalty: float = 0.25,
 ):
     """Build a voltage control environment and its default params.
 
@@ -78,9 +78,9 @@ def make_voltage(
             penetration times the feeder's base load, shared).
         load_csv, pv_csv: CSV sources of the load multiplier and the PV availability
             (:mod:`jaxgrid.data.csv_profiles`), given together; they replace ``profiles``.
-        power_flow_penalty: reward lost, per agent, on a step whose power flow fails
-            (the episode ends there); the default is more than a day of the worst rewards
-            a solved step pays (about -0.5 a step on the measured year).
+        power_flow_penalty: reward lost per agent, on a step whose power flow fails,
+            for that step and for each step the episode loses (it ends there): a little
+            more than the mean reward of random actions, -0.22 a step on voltage33.
     """
     if scenario not in SCENARIOS:
         raise ValueError(

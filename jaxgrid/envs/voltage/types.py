@@ -46,8 +46,8 @@ class VoltageParams:
         v_ref, v_lower, v_upper: ``()`` reference voltage and band, pu.
         barrier: ``()`` int32 voltage barrier (:mod:`jaxgrid.rewards.voltage_barrier`).
         solver: ``()`` int32 ``LINDISTFLOW`` or ``DISTFLOW``.
-        power_flow_penalty: ``()`` reward lost on a step whose power flow fails (voltage
-            collapse), per agent; the episode ends there.
+        power_flow_penalty: ``()`` reward lost per agent, on a step whose power flow
+            fails (voltage collapse), for that step and each step the episode loses.
         abort: bounds on the lowest and highest bus voltage (off by default).
         scalarisation: how the objectives become the reward.
     """
