@@ -53,10 +53,7 @@ def make(name: str, **overrides: Any) -> tuple[Environment, Any]:
     ``overrides`` are the keyword arguments the environment's factory accepts (its
     docstring lists them); an unknown one is an error, never silently ignored.
     """
-    if name not in _REGISTRY:
-        close = difflib.get_close_matches(name, _REGISTRY, n=3)
-        hint = f"; did you mean {', '.join(map(repr, close))}?" if close else ""
-        raise ValueError(f"unknown environment {name!r}{hint} (see jaxgrid.list_envs())")
+    check_registered(name)
     factory = _REGISTRY[name]
     signature = inspect.signature(factory)
     try:
@@ -65,6 +62,14 @@ def make(name: str, **overrides: Any) -> tuple[Environment, Any]:
         accepted = [p for p in signature.parameters if not p.startswith("_")]
         raise ValueError(f"make({name!r}): {err}; accepted overrides: {accepted}") from None
     return factory(**overrides)
+
+
+def check_registered(name: str) -> None:
+    """Raise ``ValueError`` naming the closest registered ids when ``name`` is not one."""
+    if name not in _REGISTRY:
+        close = difflib.get_close_matches(name, _REGISTRY, n=3)
+        hint = f"; did you mean {', '.join(map(repr, close))}?" if close else ""
+        raise ValueError(f"unknown environment {name!r}{hint} (see jaxgrid.list_envs())")
 
 
 def list_envs() -> list[str]:

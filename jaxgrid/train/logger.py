@@ -17,6 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
+from jaxgrid.errors import UserError
+
 FIELDS = (
     "member",
     "update",
@@ -104,10 +106,10 @@ class MetricsLogger:
         if tensorboard:
             try:
                 from tensorboardX import SummaryWriter
-            except ImportError as e:
-                raise ImportError(
-                    "TensorBoard logging needs tensorboardX: pip install 'jaxgrid[tensorboard]'"
-                ) from e
+            except ImportError:
+                raise UserError(
+                    "--tensorboard needs tensorboardX: pip install 'jaxgrid[tensorboard]'"
+                ) from None
             self._writer = SummaryWriter(str(self.out / "tensorboard"))
         self._progress = self._task = None
         if progress:

@@ -9,8 +9,10 @@
 - ``learning_curve.png``: episode return against environment steps, beside the baselines.
 
 Run it again on the same directory and it resumes from the newest checkpoint; the result
-equals an uninterrupted run's. :func:`evaluate_run` re-evaluates a finished (or
-interrupted) run from its newest checkpoint.
+equals an uninterrupted run's. A
+directory holding a run with another config is refused with a
+:class:`~jaxgrid.errors.UserError`.
+:func:`evaluate_run` re-evaluates a finished (or interrupted) run from its newest checkpoint.
 
 Multi-host: start the same program on every host after
 ``jax.distributed.initialize()``; ``jax.devices()`` then lists every host's devices and
@@ -21,6 +23,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import types
+import typing
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +34,8 @@ import numpy as np
 
 import jaxgrid
 from jaxgrid.config import cost_penalty_weights, declared
+from jaxgrid.errors import UserError
+from jaxgrid.registry import check_registered
 from jaxgrid.train import ippo, ppo
 from jaxgrid.train.checkpoint import Checkpoints
 from jaxgrid.train.defaults import defaults
@@ -85,10 +91,10 @@ class RunConfig:
     def __post_init__(self):
         if self.algo not in ALGOS:
             raise ValueError(f"unknown algorithm {self.algo!r}; expected one of {list(ALGOS)}")
-        if self.env not in jaxgrid.list_envs():
-            raise ValueError(
-                f"unknown environment {self.env!r}; expected one of {jaxgrid.list_envs()}"
-            )
+        check_registered(self.env)
+        for name, least in (("seeds", 1), ("eval_episodes", 1), ("checkpoint_every", 0)):
+            if getattr(self, name) < least:
+                raise ValueError(f"{name} must be >= {least}, got {getattr(self, name)}")
         unknown = set(self.ppo) - {f.name for f in dataclasses.fields(ppo.PPOConfig)}
         if unknown:
             raise ValueError(f"unknown PPO settings {sorted(unknown)}")
@@ -113,10 +119,7 @@ class RunConfig:
 
     def ppo_config(self) -> ppo.PPOConfig:
         """The resolved :class:`~jaxgrid.train.ppo.PPOConfig` (tuned defaults, then ours)."""
-        fields = dict(self.ppo)
-        if "hidden" in fields:
-            fields["hidden"] = tuple(fields["hidden"])
-        return ppo.PPOConfig(**fields)
+        return _ppo_config(self.ppo)
 
     def to_json(self) -> dict:
         """The config as JSON-ready data (what ``config.json`` holds)."""
@@ -127,6 +130,33 @@ class RunConfig:
     @classmethod
     def from_json(cls, data: dict) -> RunConfig:
         return cls(**data)
+
+
+def _ppo_config(settings: dict) -> ppo.PPOConfig:
+    """:class:`~jaxgrid.train.ppo.PPOConfig` of JSON-style ``settings`` (lists for tuples)."""
+    hints = typing.get_type_hints(ppo.PPOConfig)
+    for name, value in settings.items():
+        hint = hints[name]
+        if not _fits(value, hint):
+            expected = hint.__name__ if isinstance(hint, type) else str(hint)
+            raise ValueError(f"PPO setting {name} must be {expected}, got {value!r}")
+    fields = dict(settings)
+    if "hidden" in fields:
+        fields["hidden"] = tuple(fields["hidden"])
+    return ppo.PPOConfig(**fields)
+
+
+def _fits(value, hint) -> bool:
+    """Whether the JSON-style ``value`` is of the type ``hint`` (an int is a float too)."""
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        return any(_fits(value, h) for h in typing.get_args(hint))
+    if typing.get_origin(hint) is tuple:
+        return isinstance(value, list | tuple) and all(_fits(v, int) for v in value)
+    if hint is float:
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    if hint is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    return isinstance(value, hint)
 
 
 class Run:
@@ -149,11 +179,46 @@ class Run:
 def _write_config(config: RunConfig, out: Path) -> None:
     path = out / "config.json"
     text = json.dumps(config.to_json(), indent=2)
-    if path.exists() and json.loads(path.read_text()) != json.loads(text):
-        raise ValueError(
+    if path.exists() and _read_json(path) != json.loads(text):
+        raise UserError(
             f"{out} holds a run with a different config; choose another --out to start afresh"
         )
     path.write_text(text + "\n")
+
+
+def _read_json(path: Path) -> dict:
+    """The JSON object in ``path``, or a :class:`~jaxgrid.errors.UserError` naming it."""
+    try:
+        return json.loads(path.read_text())
+    except json.JSONDecodeError as e:
+        raise UserError(f"{path} is not valid JSON ({e})") from None
+
+
+def read_config(out) -> RunConfig:
+    """The :class:`RunConfig` of the run directory ``out`` (from its ``config.json``)."""
+    path = Path(out) / "config.json"
+    if not path.is_file():
+        raise UserError(f"{out} is not a run directory (no config.json)")
+    try:
+        return RunConfig.from_json(_read_json(path))
+    except (TypeError, ValueError) as e:
+        raise UserError(f"{path}: {e}") from None
+
+
+def _make_run_directory(out: Path) -> None:
+    """Create ``out`` if need be."""
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise UserError(f"cannot write the run directory {out}: {e.strerror or e}") from None
+
+
+def _make_env(config: RunConfig):
+    """``config.make_env()``; the factory's refusal of ``env_kwargs`` as a user error."""
+    try:
+        return config.make_env()
+    except ValueError as e:  # how a factory or a declaration refuses its arguments
+        raise UserError(f"{config.env} with env_kwargs {config.env_kwargs}: {e}") from None
 
 
 def train_run(
@@ -167,19 +232,22 @@ def train_run(
 
     ``stop_after`` ends the session after that many updates in all (to continue later);
     the run is then not evaluated and ``None`` is returned.
+
+    Raises:
+        UserError: the environment refuses ``env_kwargs``; ``out`` cannot be written or
+            holds a run with another config.
     """
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    env, _ = _make_env(config)  # before anything is written
+    _make_run_directory(out)
     _write_config(config, out)
-    env, _ = config.make_env()
     n_updates = config.ppo_config().num_updates
-    members = config.seeds * len(config.weights or [None])
     logger = MetricsLogger(
         out,
         env.objective_names,
         env.cost_names,
         n_updates,
-        members,
+        config.seeds * len(config.weights or [None]),
         progress=progress,
         tensorboard=tensorboard,
     )
@@ -208,10 +276,7 @@ def train_run(
 def evaluate_run(out, episodes: int | None = None) -> dict:
     """Evaluate the newest checkpoint of the run in ``out``; writes ``eval.json``."""
     out = Path(out)
-    config_path = out / "config.json"
-    if not config_path.exists():
-        raise FileNotFoundError(f"{out} is not a run directory (no config.json)")
-    config = RunConfig.from_json(json.loads(config_path.read_text()))
+    config = read_config(out)
     if episodes is not None:
         config.eval_episodes = episodes
     run = Run(config)
@@ -321,7 +386,7 @@ def plot_learning_curve(out, report: dict | None = None) -> Path:
     from matplotlib.figure import Figure
 
     out = Path(out)
-    config = RunConfig.from_json(json.loads((out / "config.json").read_text()))
+    config = read_config(out)
     rows = [r for r in read_metrics(out / "metrics.jsonl") if r["episodes"] > 0]
     fig = Figure(figsize=(7, 4))
     ax = fig.subplots()

@@ -1,11 +1,16 @@
-"""Runs: the CLI trains, checkpoints, resumes (to the same numbers) and re-evaluates."""
+"""Runs: the CLI trains, checkpoints, resumes (to the same numbers) and re-evaluates;
+it refuses what it cannot do in one line naming what is wrong."""
 
 import json
+import os
+import re
+import sys
 
 import numpy as np
 import pytest
 
 from jaxgrid.cli import main
+from jaxgrid.errors import UserError
 from jaxgrid.train.logger import read_metrics
 from jaxgrid.train.run import Run, RunConfig, train_run
 
@@ -79,28 +84,82 @@ def test_interrupted_run_resumes_to_the_uninterrupted_result(tmp_path, capsys):
 
 def test_a_run_directory_refuses_a_different_config(tmp_path):
     train_run(_config(), tmp_path, progress=False, stop_after=0)
-    with pytest.raises(ValueError, match="different config"):
+    with pytest.raises(UserError, match="different config"):
         train_run(_config(seed=1), tmp_path, progress=False, stop_after=0)
+
+
+TRAIN = ["train", "--env", "arbitrage-v0", "--set", "num_envs=8", "--no-progress"]
 
 
 @pytest.mark.parametrize(
     "args, message",
     [
-        (["--env", "nowhere-v0"], "unknown environment 'nowhere-v0'"),
-        (["--env", "arbitrage-v0", "--set", "learning_rate=1"], "unknown PPO settings"),
-        (["--env", "arbitrage-v0", "--set", "lr"], "--set needs NAME=VALUE"),
-        (["--env", "arbitrage-v0", "--set", "num_minibatches=5"], "divisible by num_minibatches"),
-        (["--algo", "ppo"], "give --env"),
+        (["train", "--env", "voltage34-v0"], "argument --env: unknown environment 'voltage34-v0'; did you mean 'voltage33-v0'"),
+        (["demo", "--env", "voltage34-v0"], "argument --env: unknown environment 'voltage34-v0'; did you mean 'voltage33-v0'"),
+        (["train", "--algo", "ppo"], "give --env NAME"),
+        ([*TRAIN, "--seeds", "0"], "argument --seeds: must be >= 1, got 0"),
+        ([*TRAIN, "--total-steps", "0"], "argument --total-steps: must be >= 1, got 0"),
+        ([*TRAIN, "--total-steps", "-1152"], "argument --total-steps: must be >= 1, got -1152"),
+        ([*TRAIN, "--total-steps", "1e6"], "argument --total-steps: invalid integer value: '1e6'"),
+        ([*TRAIN, "--set", "total_steps=0"], "total_steps must be >= 1, got 0"),
+        ([*TRAIN, "--set", "lr=fast"], "PPO setting lr must be float, got 'fast'"),
+        ([*TRAIN, "--set", "learning_rate=1"], "unknown PPO settings \\['learning_rate'\\]"),
+        ([*TRAIN, "--set", "lr"], "--set needs NAME=VALUE, got 'lr'"),
+        ([*TRAIN, "--set", "num_minibatches=5"], "divisible by num_minibatches"),
+        ([*TRAIN, "--env-kwargs", "{degradation_cost: 1}"], "argument --env-kwargs: not valid JSON"),
+        ([*TRAIN, "--env-kwargs", '{"bogus": 1}'], "unexpected keyword argument 'bogus'"),
+        ([*TRAIN, "--weights", "1,x"], "argument --weights: expected rows of numbers"),
+        ([*TRAIN, "--config", "missing.json"], "--config missing.json: No such file or directory"),
     ],
-)
-def test_bad_command_lines_name_what_is_wrong(tmp_path, args, message):
-    with pytest.raises(SystemExit, match=message):
-        main(["train", *args, "--out", str(tmp_path)])
+)  # fmt: skip
+def test_bad_command_lines_are_one_line_naming_what_is_wrong(tmp_path, capsys, args, message):
+    assert main([*args, "--out", str(tmp_path / "run")] if args[0] == "train" else args) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("jaxgrid: error: ") and err.count("\n") == 1, err
+    assert re.search(message, err), err
+    assert not (tmp_path / "run").exists()  # refused before anything is written
 
 
-def test_eval_needs_a_run_directory(tmp_path):
-    with pytest.raises(FileNotFoundError, match="no config.json"):
-        main(["eval", "--run", str(tmp_path)])
+def _refusal(args, capsys) -> str:
+    """The one line ``jaxgrid`` prints on stderr as it refuses ``args``."""
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1, err
+    return err
+
+
+def test_eval_of_a_non_run_is_refused(tmp_path, capsys):
+    expected = f"jaxgrid: error: {tmp_path} is not a run directory (no config.json)\n"
+    assert _refusal(["eval", "--run", str(tmp_path)], capsys) == expected
+
+
+def test_an_out_that_cannot_be_a_run_directory_is_refused(tmp_path, capsys):
+    taken = tmp_path / "taken"
+    taken.write_text("someone's file")
+    err = _refusal([*TRAIN, "--out", str(taken)], capsys)
+    assert err == f"jaxgrid: error: cannot write the run directory {taken}: File exists\n"
+    err = _refusal([*TRAIN, "--out", str(taken / "run")], capsys)
+    assert err == f"jaxgrid: error: cannot write the run directory {taken}/run: Not a directory\n"
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only directories")
+def test_a_read_only_out_is_refused(tmp_path, capsys):
+    tmp_path.chmod(0o555)
+    try:
+        err = _refusal([*TRAIN, "--out", str(tmp_path)], capsys)
+    finally:
+        tmp_path.chmod(0o755)
+    expected = f"jaxgrid: error: cannot write the run directory {tmp_path}: Permission denied\n"
+    assert err == expected
+
+
+def test_a_missing_optional_extra_is_named(tmp_path, capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "tensorboardX", None)  # import fails: not installed
+    err = _refusal([*TRAIN, "--tensorboard", "--out", str(tmp_path)], capsys)
+    expected = (
+        "jaxgrid: error: --tensorboard needs tensorboardX: pip install 'jaxgrid[tensorboard]'\n"
+    )
+    assert err == expected
 
 
 def test_tuned_defaults_fill_what_the_config_leaves_out():
@@ -120,7 +179,7 @@ def test_train_takes_a_scenario_file(tmp_path):
     assert config.env == "arbitrage-v0"
     assert config.env_kwargs == {"degradation_cost": 0.5}
     scenario.write_text('env = "arbitrage-v0"\n[params]\ndegradation_cost = -0.5\n')
-    with pytest.raises(SystemExit, match=r"cheap_battery\.toml: params\.degradation_cost"):
+    with pytest.raises(UserError, match=r"cheap_battery\.toml: params\.degradation_cost"):
         _run_config(build_parser().parse_args(["train", "--config", str(scenario)]))
 
 
@@ -159,5 +218,5 @@ def test_train_keeps_the_environment_s_scalarisation_method(tmp_path):
 
     scenario = tmp_path / "min.toml"
     scenario.write_text('env = "arbitrage-v0"\n[reward]\nscalarisation = "min"\n')
-    with pytest.raises(SystemExit, match=r"min\.toml: reward\.scalarisation: a training run keeps"):
+    with pytest.raises(UserError, match=r"min\.toml: reward\.scalarisation: a training run keeps"):
         _run_config(build_parser().parse_args(["train", "--config", str(scenario)]))
