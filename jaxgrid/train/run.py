@@ -2,7 +2,9 @@
 
 ``train_run(RunConfig(...), out)`` writes into ``out``:
 
-- ``config.json``: the resolved run config (environment, algorithm, every hyper-parameter);
+- ``config.json``: the resolved run config (environment and its ``env_kwargs``, algorithm,
+  seeds, every :class:`~jaxgrid.train.ppo.PPOConfig` field) and the ``versions`` of
+  jaxgrid, jax, jaxlib and Python: enough to reproduce the run from its folder alone;
 - ``checkpoints/``: orbax checkpoints of every sweep member every ``checkpoint_every`` updates;
 - ``metrics.jsonl`` and ``metrics.csv``: per member, every ``log_every`` updates;
 - ``eval.json``: :func:`evaluate_run`'s report on held-out days;
@@ -22,9 +24,12 @@ the environment batch is split across all of them (:attr:`PPOConfig.shard_envs`)
 from __future__ import annotations
 
 import dataclasses
+import importlib.metadata
 import json
+import platform
 import types
 import typing
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -64,7 +69,8 @@ class RunConfig:
         seed: the PRNG seed everything is drawn from.
         env_kwargs: arguments of the environment's factory (tuned defaults, then these).
         weights: reward weightings to sweep (one scenario each); ``None``: the default.
-        ppo: :class:`~jaxgrid.train.ppo.PPOConfig` fields (tuned defaults, then these).
+        ppo: :class:`~jaxgrid.train.ppo.PPOConfig` fields (tuned defaults, then these);
+            after construction every field, resolved, as JSON-ready values.
         checkpoint_every: updates between checkpoints (0: only at the end).
         eval_episodes: held-out episodes per member and per baseline.
         observations, actions, agents: declared observations, actions and agents
@@ -99,11 +105,11 @@ class RunConfig:
         if unknown:
             raise ValueError(f"unknown PPO settings {sorted(unknown)}")
         tuned = defaults(self.env, self.algo)
-        self.ppo = {**tuned["ppo"], **self.ppo}
+        settings = {**tuned["ppo"], **self.ppo}
+        if "log_every" not in settings:  # about 200 points per learning curve
+            settings["log_every"] = max(1, _ppo_config(settings).num_updates // 200)
+        self.ppo = _json_ready(dataclasses.asdict(_ppo_config(settings)))  # validated now
         self.env_kwargs = {**tuned["env_kwargs"], **self.env_kwargs}
-        if "log_every" not in self.ppo:  # about 200 points per learning curve
-            self.ppo["log_every"] = max(1, self.ppo_config().num_updates // 200)
-        self.ppo_config()  # validate now, not after compiling
 
     def make_env(self):
         """``(env, params)`` of the run: the registered environment with ``env_kwargs``,
@@ -122,14 +128,13 @@ class RunConfig:
         return _ppo_config(self.ppo)
 
     def to_json(self) -> dict:
-        """The config as JSON-ready data (what ``config.json`` holds)."""
-        out = dataclasses.asdict(self)
-        out["ppo"] = {k: list(v) if isinstance(v, tuple) else v for k, v in out["ppo"].items()}
-        return out
+        """The config as JSON-ready data (``config.json`` holds it and the ``versions``)."""
+        return dataclasses.asdict(self)
 
     @classmethod
     def from_json(cls, data: dict) -> RunConfig:
-        return cls(**data)
+        """The config of :meth:`to_json`'s data (``versions``, when there, are left out)."""
+        return cls(**{k: v for k, v in data.items() if k != "versions"})
 
 
 def _ppo_config(settings: dict) -> ppo.PPOConfig:
@@ -159,6 +164,21 @@ def _fits(value, hint) -> bool:
     return isinstance(value, hint)
 
 
+def _json_ready(settings: dict) -> dict:
+    """``settings`` with tuples as lists, as JSON gives them back."""
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in settings.items()}
+
+
+def versions() -> dict:
+    """The versions of what computes a run: jaxgrid, jax, jaxlib and Python."""
+    return {
+        "jaxgrid": jaxgrid.__version__,
+        "jax": importlib.metadata.version("jax"),
+        "jaxlib": importlib.metadata.version("jaxlib"),
+        "python": platform.python_version(),
+    }
+
+
 class Run:
     """The environment, training functions and sweep of a :class:`RunConfig`."""
 
@@ -176,14 +196,51 @@ class Run:
         return self.sweep.place(self.sweep.init(self.key))
 
 
+class RunWarning(UserWarning):
+    """A run resumes in circumstances that may change its numbers."""
+
+
 def _write_config(config: RunConfig, out: Path) -> None:
+    """Write ``config.json``, or check that the run in ``out`` has the same config.
+
+    Raises:
+        UserError: ``out`` holds a run with another config (the message names the
+            differing keys).
+    """
     path = out / "config.json"
-    text = json.dumps(config.to_json(), indent=2)
-    if path.exists() and _read_json(path) != json.loads(text):
+    ours = config.to_json()
+    if not path.exists():
+        path.write_text(json.dumps({**ours, "versions": versions()}, indent=2) + "\n")
+        return
+    theirs = _read_json(path)
+    differing = _differing_keys(
+        json.loads(json.dumps(ours)), {k: v for k, v in theirs.items() if k != "versions"}
+    )
+    if differing:
         raise UserError(
-            f"{out} holds a run with a different config; choose another --out to start afresh"
+            f"{out} holds a run with another config ({'; '.join(differing)}); "
+            "rerun with its config to resume it, or choose another --out"
         )
-    path.write_text(text + "\n")
+    started = theirs.get("versions", {})
+    changed = [
+        f"{k} {v} (started with {started.get(k)})"
+        for k, v in versions().items()
+        if started.get(k) != v
+    ]
+    if changed:
+        warnings.warn(f"resuming {out} with {', '.join(changed)}", RunWarning, stacklevel=3)
+
+
+def _differing_keys(ours: dict, theirs: dict, prefix: str = "") -> list[str]:
+    """``"key: theirs there, ours here"`` for every dotted key whose values differ."""
+    out = []
+    for key in sorted(set(ours) | set(theirs)):
+        a, b = ours.get(key), theirs.get(key)
+        if isinstance(a, dict) and isinstance(b, dict):
+            out += _differing_keys(a, b, f"{prefix}{key}.")
+        elif key not in ours or key not in theirs or a != b:
+            out.append(f"{prefix}{key}: {json.dumps(b)} there, {json.dumps(a)} here")
+    return out
 
 
 def _read_json(path: Path) -> dict:

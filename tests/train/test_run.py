@@ -1,18 +1,24 @@
 """Runs: the CLI trains, checkpoints, resumes (to the same numbers) and re-evaluates;
 it refuses what it cannot do in one line naming what is wrong."""
 
+import dataclasses
 import json
 import os
+import platform
 import re
 import sys
 
+import jax
+import jaxlib
 import numpy as np
 import pytest
 
+import jaxgrid
 from jaxgrid.cli import main
 from jaxgrid.errors import UserError
 from jaxgrid.train.logger import read_metrics
-from jaxgrid.train.run import Run, RunConfig, train_run
+from jaxgrid.train.ppo import PPOConfig
+from jaxgrid.train.run import Run, RunConfig, RunWarning, train_run
 
 # 6 updates of 8 one-day episodes, a checkpoint every 2
 TINY = [
@@ -82,10 +88,30 @@ def test_interrupted_run_resumes_to_the_uninterrupted_result(tmp_path, capsys):
     assert reevaluated["scenarios"][0]["scores"] == pytest.approx(scenario["scores"], rel=1e-5)
 
 
-def test_a_run_directory_refuses_a_different_config(tmp_path):
-    train_run(_config(), tmp_path, progress=False, stop_after=0)
-    with pytest.raises(UserError, match="different config"):
-        train_run(_config(seed=1), tmp_path, progress=False, stop_after=0)
+def test_config_json_reproduces_the_run_and_a_run_directory_refuses_another(tmp_path):
+    config = _config(env_kwargs={"degradation_cost": 0.5})
+    train_run(config, tmp_path, progress=False, stop_after=0)
+    saved = json.loads((tmp_path / "config.json").read_text())
+    assert set(saved["ppo"]) == {f.name for f in dataclasses.fields(PPOConfig)}
+    assert saved["env_kwargs"] == {"degradation_cost": 0.5}
+    assert (saved["env"], saved["seeds"], saved["seed"]) == ("arbitrage-v0", 2, 0)
+    assert saved["versions"] == {
+        "jaxgrid": jaxgrid.__version__,
+        "jax": jax.__version__,
+        "jaxlib": jaxlib.__version__,
+        "python": platform.python_version(),
+    }
+    assert RunConfig.from_json(saved) == config
+
+    train_run(config, tmp_path, progress=False, stop_after=0)  # the same config resumes
+    saved["versions"]["jax"] = "0.4.30"  # the run started under another jax: said, not refused
+    (tmp_path / "config.json").write_text(json.dumps(saved))
+    with pytest.warns(RunWarning, match=f"with jax {jax.__version__} \\(started with 0.4.30\\)$"):
+        train_run(config, tmp_path, progress=False, stop_after=0)
+    other = _config(seed=1, env_kwargs={"degradation_cost": 0.5}, ppo={**config.ppo, "lr": 1e-3})
+    expected = "another config (ppo.lr: 0.0003 there, 0.001 here; seed: 0 there, 1 here); rerun"
+    with pytest.raises(UserError, match="^" + re.escape(f"{tmp_path} holds a run with {expected}")):
+        train_run(other, tmp_path, progress=False, stop_after=0)
 
 
 TRAIN = ["train", "--env", "arbitrage-v0", "--set", "num_envs=8", "--no-progress"]
