@@ -155,7 +155,8 @@ def _train(args) -> int:
     report = train_run(config, out, progress=not args.no_progress, tensorboard=args.tensorboard)
     print(f"\nheld-out evaluation ({report['episodes']} episodes per policy)\n")
     print(format_table(report))
-    print(f"\nwritten: {', '.join(sorted(p.name for p in out.iterdir()))}")
+    written = sorted(p.name for p in out.iterdir() if not p.name.startswith("."))
+    print(f"\nwritten: {', '.join(written)}")
     return 0
 
 

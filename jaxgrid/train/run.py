@@ -12,8 +12,8 @@
 
 Run it again on the same directory and it resumes from the newest checkpoint; the result
 equals an uninterrupted run's. A
-directory holding a run with another config is refused with a
-:class:`~jaxgrid.errors.UserError`.
+directory holding a run with another config, or in use by another training
+(:mod:`jaxgrid.train.lock`), is refused with a :class:`~jaxgrid.errors.UserError`.
 :func:`evaluate_run` re-evaluates a finished (or interrupted) run from its newest checkpoint.
 
 Multi-host: start the same program on every host after
@@ -23,6 +23,7 @@ the environment batch is split across all of them (:attr:`PPOConfig.shard_envs`)
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import importlib.metadata
 import json
@@ -52,6 +53,7 @@ from jaxgrid.train.evaluate import (
     score,
     summarise,
 )
+from jaxgrid.train.lock import RunLock
 from jaxgrid.train.logger import MetricsLogger, read_metrics, truncate_metrics
 from jaxgrid.train.sweep import Sweep, with_weights
 
@@ -262,12 +264,18 @@ def read_config(out) -> RunConfig:
         raise UserError(f"{path}: {e}") from None
 
 
-def _make_run_directory(out: Path) -> None:
-    """Create ``out`` if need be."""
+@contextlib.contextmanager
+def _run_directory(out: Path):
+    """``out``, created if need be and locked for this process while the block runs."""
     try:
         out.mkdir(parents=True, exist_ok=True)
+        lock = RunLock(out).acquire()
     except OSError as e:
         raise UserError(f"cannot write the run directory {out}: {e.strerror or e}") from None
+    try:
+        yield
+    finally:
+        lock.release()
 
 
 def _make_env(config: RunConfig):
@@ -291,43 +299,43 @@ def train_run(
     the run is then not evaluated and ``None`` is returned.
 
     Raises:
-        UserError: the environment refuses ``env_kwargs``; ``out`` cannot be written or
-            holds a run with another config.
+        UserError: the environment refuses ``env_kwargs``; ``out`` cannot be written, is in
+            use by another training or holds a run with another config.
     """
     out = Path(out)
     env, _ = _make_env(config)  # before anything is written
-    _make_run_directory(out)
-    _write_config(config, out)
-    n_updates = config.ppo_config().num_updates
-    logger = MetricsLogger(
-        out,
-        env.objective_names,
-        env.cost_names,
-        n_updates,
-        config.seeds * len(config.weights or [None]),
-        progress=progress,
-        tensorboard=tensorboard,
-    )
-    run = Run(config, log=logger)
-    checkpoints = Checkpoints(out / "checkpoints")
-    runners = run.fresh_runners()
-    done = checkpoints.latest() or 0
-    if done:
-        runners = checkpoints.restore(runners)
-    truncate_metrics(out, done)
-    every = config.checkpoint_every or n_updates
-    end = n_updates if stop_after is None else min(stop_after, n_updates)
-    with logger:
-        logger.resume_at(done)
-        while done < end:
-            count = min(every - done % every, end - done)
-            runners, _ = run.sweep.run_updates(runners, count, done)
-            done += count
-            checkpoints.save(done, runners)
-    checkpoints.close()
-    if done < n_updates:
-        return None
-    return _write_report(out, evaluate_runners(run, runners))
+    with _run_directory(out):
+        _write_config(config, out)
+        n_updates = config.ppo_config().num_updates
+        logger = MetricsLogger(
+            out,
+            env.objective_names,
+            env.cost_names,
+            n_updates,
+            config.seeds * len(config.weights or [None]),
+            progress=progress,
+            tensorboard=tensorboard,
+        )
+        run = Run(config, log=logger)
+        checkpoints = Checkpoints(out / "checkpoints")
+        runners = run.fresh_runners()
+        done = checkpoints.latest() or 0
+        if done:
+            runners = checkpoints.restore(runners)
+        truncate_metrics(out, done)
+        every = config.checkpoint_every or n_updates
+        end = n_updates if stop_after is None else min(stop_after, n_updates)
+        with logger:
+            logger.resume_at(done)
+            while done < end:
+                count = min(every - done % every, end - done)
+                runners, _ = run.sweep.run_updates(runners, count, done)
+                done += count
+                checkpoints.save(done, runners)
+        checkpoints.close()
+        if done < n_updates:
+            return None
+        return _write_report(out, evaluate_runners(run, runners))
 
 
 def evaluate_run(out, episodes: int | None = None) -> dict:
