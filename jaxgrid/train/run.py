@@ -5,13 +5,14 @@
 - ``config.json``: the resolved run config (environment and its ``env_kwargs``, algorithm,
   seeds, every :class:`~jaxgrid.train.ppo.PPOConfig` field) and the ``versions`` of
   jaxgrid, jax, jaxlib and Python: enough to reproduce the run from its folder alone;
-- ``checkpoints/``: orbax checkpoints of every sweep member every ``checkpoint_every`` updates;
+- ``checkpoints/``: orbax checkpoints of every sweep member every ``checkpoint_every``
+  updates, the newest three kept;
 - ``metrics.jsonl`` and ``metrics.csv``: per member, every ``log_every`` updates;
 - ``eval.json``: :func:`evaluate_run`'s report on held-out days;
 - ``learning_curve.png``: episode return against environment steps, beside the baselines.
 
-Run it again on the same directory and it resumes from the newest checkpoint; the result
-equals an uninterrupted run's. A
+Run it again on the same directory and it resumes from the newest intact checkpoint (a
+damaged newer one is skipped with a warning); the result equals an uninterrupted run's. A
 directory holding a run with another config, or in use by another training
 (:mod:`jaxgrid.train.lock`), is refused with a :class:`~jaxgrid.errors.UserError`.
 :func:`evaluate_run` re-evaluates a finished (or interrupted) run from its newest checkpoint.
@@ -286,6 +287,16 @@ def _make_env(config: RunConfig):
         raise UserError(f"{config.env} with env_kwargs {config.env_kwargs}: {e}") from None
 
 
+def _resume(run: Run, checkpoints: Checkpoints):
+    """``(runners, updates done)``: from the newest intact checkpoint, else fresh."""
+    runners = run.fresh_runners()
+    if not checkpoints.updates():
+        return runners, 0
+    done, runners = checkpoints.restore_newest(runners)
+    checkpoints.drop_after(done)
+    return runners, done
+
+
 def train_run(
     config: RunConfig,
     out,
@@ -300,7 +311,8 @@ def train_run(
 
     Raises:
         UserError: the environment refuses ``env_kwargs``; ``out`` cannot be written, is in
-            use by another training or holds a run with another config.
+            use by another training or holds a run with another config; or no checkpoint
+            in it restores.
     """
     out = Path(out)
     env, _ = _make_env(config)  # before anything is written
@@ -318,10 +330,7 @@ def train_run(
         )
         run = Run(config, log=logger)
         checkpoints = Checkpoints(out / "checkpoints")
-        runners = run.fresh_runners()
-        done = checkpoints.latest() or 0
-        if done:
-            runners = checkpoints.restore(runners)
+        runners, done = _resume(run, checkpoints)
         truncate_metrics(out, done)
         every = config.checkpoint_every or n_updates
         end = n_updates if stop_after is None else min(stop_after, n_updates)
@@ -339,14 +348,14 @@ def train_run(
 
 
 def evaluate_run(out, episodes: int | None = None) -> dict:
-    """Evaluate the newest checkpoint of the run in ``out``; writes ``eval.json``."""
+    """Evaluate the newest intact checkpoint of the run in ``out``; writes ``eval.json``."""
     out = Path(out)
     config = read_config(out)
     if episodes is not None:
         config.eval_episodes = episodes
     run = Run(config)
     checkpoints = Checkpoints(out / "checkpoints")
-    runners = checkpoints.restore(run.fresh_runners())
+    _, runners = checkpoints.restore_newest(run.fresh_runners())
     checkpoints.close()
     return _write_report(out, evaluate_runners(run, runners))
 

@@ -47,14 +47,21 @@ def test_interrupted_run_resumes_to_the_uninterrupted_result(tmp_path, capsys):
     printed = capsys.readouterr().out
     for name in ("config.json", "metrics.jsonl", "metrics.csv", "eval.json", "learning_curve.png"):
         assert (whole / name).stat().st_size > 0, name
-    assert sorted(p.name for p in (whole / "checkpoints").iterdir())[-1] == "6"
+    assert sorted(p.name for p in (whole / "checkpoints").iterdir()) == ["2", "4", "6"]
     assert "| oracle |" in printed and "score" in printed
 
-    # stopped after 4 updates (checkpoints at 2 and 4); the rerun resumes from 4
+    # stopped after 4 updates (checkpoints at 2 and 4), then checkpoint 4 damaged: the
+    # rerun warns in one line and resumes from 2
     assert train_run(_config(), parts, progress=False, stop_after=4) is None
     assert sorted(p.name for p in (parts / "checkpoints").iterdir()) == ["2", "4"]
     assert not (parts / "eval.json").exists()
+    metadata = parts / "checkpoints" / "4" / "default" / "_METADATA"
+    metadata.write_text(metadata.read_text()[:100])
+    capsys.readouterr()
     assert main([*TINY, "--out", str(parts)]) == 0
+    err = capsys.readouterr().err
+    assert err.startswith("jaxgrid: warning: skipped damaged checkpoint(s) 4 (JSONDecodeError")
+    assert err.count("\n") == 1 and err.endswith("; using checkpoint 2\n")
 
     rows = {(r["member"], r["update"]): r for r in read_metrics(whole / "metrics.jsonl")}
     resumed = {(r["member"], r["update"]): r for r in read_metrics(parts / "metrics.jsonl")}
