@@ -291,7 +291,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--checkpoint-every", type=_at_least(0), help="updates between checkpoints (0: at the end)"
     )
     train.add_argument("--eval-episodes", type=_at_least(1), help="held-out episodes per policy")
-    train.add_argument("--no-progress", action="store_true", help="no progress bar")
+    train.add_argument(
+        "--no-progress",
+        action="store_true",
+        help="no progress bar or lines (a bar on a terminal, else a line every 5 s)",
+    )
     train.add_argument("--tensorboard", action="store_true", help="also log to TensorBoard")
     train.set_defaults(func=_train)
     render = sub.add_parser("render", help="draw an environment after a baseline's steps")

@@ -7,7 +7,8 @@
   jaxgrid, jax, jaxlib and Python: enough to reproduce the run from its folder alone;
 - ``checkpoints/``: orbax checkpoints of every sweep member every ``checkpoint_every``
   updates, the newest three kept;
-- ``metrics.jsonl`` and ``metrics.csv``: per member, every ``log_every`` updates;
+- ``metrics.jsonl`` and ``metrics.csv``: per member, every ``log_every`` updates, with wall
+  time and env-steps/s (:mod:`jaxgrid.train.logger`);
 - ``eval.json``: :func:`evaluate_run`'s report on held-out days;
 - ``learning_curve.png``: episode return against environment steps, beside the baselines.
 
@@ -55,7 +56,7 @@ from jaxgrid.train.evaluate import (
     summarise,
 )
 from jaxgrid.train.lock import RunLock
-from jaxgrid.train.logger import MetricsLogger, read_metrics, truncate_metrics
+from jaxgrid.train.logger import MetricsLogger, read_metrics
 from jaxgrid.train.sweep import Sweep, with_weights
 
 ALGOS = {"ppo": ppo.make_train, "ippo": ippo.make_train}
@@ -287,13 +288,14 @@ def _make_env(config: RunConfig):
         raise UserError(f"{config.env} with env_kwargs {config.env_kwargs}: {e}") from None
 
 
-def _resume(run: Run, checkpoints: Checkpoints):
+def _resume(run: Run, checkpoints: Checkpoints, logger: MetricsLogger, n_updates: int):
     """``(runners, updates done)``: from the newest intact checkpoint, else fresh."""
     runners = run.fresh_runners()
     if not checkpoints.updates():
         return runners, 0
     done, runners = checkpoints.restore_newest(runners)
     checkpoints.drop_after(done)
+    logger.say(f"resuming from checkpoint {done} of {n_updates} updates")
     return runners, done
 
 
@@ -303,11 +305,13 @@ def train_run(
     progress: bool = True,
     tensorboard: bool = False,
     stop_after: int | None = None,
+    progress_every_s: float = 5.0,
 ) -> dict | None:
     """Train (or resume) the run in ``out``, then evaluate and plot it; returns the report.
 
     ``stop_after`` ends the session after that many updates in all (to continue later);
-    the run is then not evaluated and ``None`` is returned.
+    the run is then not evaluated and ``None`` is returned. ``progress_every_s``: seconds
+    between progress lines when stdout is not interactive.
 
     Raises:
         UserError: the environment refuses ``env_kwargs``; ``out`` cannot be written, is in
@@ -327,15 +331,17 @@ def train_run(
             config.seeds * len(config.weights or [None]),
             progress=progress,
             tensorboard=tensorboard,
+            progress_every_s=progress_every_s,
         )
         run = Run(config, log=logger)
         checkpoints = Checkpoints(out / "checkpoints")
-        runners, done = _resume(run, checkpoints)
-        truncate_metrics(out, done)
+        runners, done = _resume(run, checkpoints, logger, n_updates)
         every = config.checkpoint_every or n_updates
         end = n_updates if stop_after is None else min(stop_after, n_updates)
         with logger:
             logger.resume_at(done)
+            if done < end:
+                logger.say("compiling the training program (the first update waits for it)...")
             while done < end:
                 count = min(every - done % every, end - done)
                 runners, _ = run.sweep.run_updates(runners, count, done)

@@ -49,6 +49,7 @@ def test_interrupted_run_resumes_to_the_uninterrupted_result(tmp_path, capsys):
         assert (whole / name).stat().st_size > 0, name
     assert sorted(p.name for p in (whole / "checkpoints").iterdir()) == ["2", "4", "6"]
     assert "| oracle |" in printed and "score" in printed
+    assert "compiling" in printed.split("\n| policy")[0]
 
     # stopped after 4 updates (checkpoints at 2 and 4), then checkpoint 4 damaged: the
     # rerun warns in one line and resumes from 2
@@ -59,18 +60,23 @@ def test_interrupted_run_resumes_to_the_uninterrupted_result(tmp_path, capsys):
     metadata.write_text(metadata.read_text()[:100])
     capsys.readouterr()
     assert main([*TINY, "--out", str(parts)]) == 0
-    err = capsys.readouterr().err
+    out, err = capsys.readouterr()
     assert err.startswith("jaxgrid: warning: skipped damaged checkpoint(s) 4 (JSONDecodeError")
     assert err.count("\n") == 1 and err.endswith("; using checkpoint 2\n")
+    assert "resuming from checkpoint 2 of 6 updates" in out
 
     rows = {(r["member"], r["update"]): r for r in read_metrics(whole / "metrics.jsonl")}
     resumed = {(r["member"], r["update"]): r for r in read_metrics(parts / "metrics.jsonl")}
     assert sorted(rows) == sorted(resumed) == [(m, u) for m in (0, 1) for u in range(1, 7)]
     for key, row in rows.items():
+        assert row["wall_time_s"] > 0
         for name, value in row.items():
-            np.testing.assert_allclose(
-                resumed[key][name], value, rtol=1e-5, err_msg=f"{key} {name}"
-            )
+            if name not in ("wall_time_s", "env_steps_per_s"):
+                np.testing.assert_allclose(
+                    resumed[key][name], value, rtol=1e-5, err_msg=f"{key} {name}"
+                )
+    assert rows[(0, 6)]["wall_time_s"] > rows[(0, 1)]["wall_time_s"]
+    assert rows[(0, 1)]["env_steps_per_s"] is None and rows[(0, 6)]["env_steps_per_s"] > 0
     report = json.loads((whole / "eval.json").read_text())
     again = json.loads((parts / "eval.json").read_text())
     np.testing.assert_allclose(
