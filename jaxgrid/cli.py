@@ -1,4 +1,9 @@
-"""The ``jaxgrid`` command line: ``list``, ``demo``, ``train`` and ``eval``."""
+"""The ``jaxgrid`` command line: ``list``, ``demo``, ``train``, ``eval`` and ``render``.
+
+Every error a user can fix (a bad flag, value, path or file, a run directory in use) is a
+:class:`~jaxgrid.errors.UserError`: one line ``jaxgrid: error: ...`` on stderr and exit
+status 2, no traceback; warnings are one line ``jaxgrid: warning: ...`` each.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +11,10 @@ import argparse
 import json
 import sys
 import time
+import warnings
 from pathlib import Path
+
+from jaxgrid.errors import UserError
 
 
 def _demo(args) -> int:
@@ -134,8 +142,12 @@ def _run_config(args):
                 fields = run_fields(args.config)
             else:
                 fields = _read_config_file(args.config)
-        except ConfigError as e:
-            raise SystemExit(f"jaxgrid train: {e}") from None
+        except ConfigError as e:  # names the file
+            raise UserError(str(e)) from None
+        except OSError as e:
+            raise UserError(f"--config {args.config}: {e.strerror or e}") from None
+        except ValueError as e:  # JSON and TOML syntax errors
+            raise UserError(f"--config {args.config}: {e}") from None
     fields.setdefault("ppo", {})
     for name in ("env", "algo", "seeds", "seed", "checkpoint_every", "eval_episodes"):
         if getattr(args, name) is not None:
@@ -143,20 +155,20 @@ def _run_config(args):
     if args.total_steps is not None:
         fields["ppo"]["total_steps"] = args.total_steps
     if args.weights:
-        fields["weights"] = [[float(w) for w in row.split(",")] for row in args.weights.split(";")]
+        fields["weights"] = args.weights
     if args.env_kwargs:
-        fields["env_kwargs"] = {**fields.get("env_kwargs", {}), **json.loads(args.env_kwargs)}
+        fields["env_kwargs"] = {**fields.get("env_kwargs", {}), **args.env_kwargs}
     for item in args.set or []:
         name, sep, value = item.partition("=")
         if not sep:
-            raise SystemExit(f"--set needs NAME=VALUE, got {item!r}")
+            raise UserError(f"--set needs NAME=VALUE, got {item!r}")
         fields["ppo"][name] = _value(value)
     if "env" not in fields:
-        raise SystemExit("jaxgrid train: give --env NAME (or a --config file naming one)")
+        raise UserError("give --env NAME (or a --config file naming one)")
     try:
         return RunConfig(**fields)
     except (TypeError, ValueError) as e:
-        raise SystemExit(f"jaxgrid train: {e}") from e
+        raise UserError(str(e)) from None
 
 
 def _train(args) -> int:
@@ -168,7 +180,8 @@ def _train(args) -> int:
     report = train_run(config, out, progress=not args.no_progress, tensorboard=args.tensorboard)
     print(f"\nheld-out evaluation ({report['episodes']} episodes per policy)\n")
     print(format_table(report))
-    print(f"\nwritten: {', '.join(sorted(p.name for p in out.iterdir()))}")
+    written = sorted(p.name for p in out.iterdir() if not p.name.startswith("."))
+    print(f"\nwritten: {', '.join(written)}")
     return 0
 
 
@@ -183,7 +196,7 @@ def _render(args) -> int:
     others = [n for n in baselines if n != "random"]
     name = args.policy or (others[0] if others else "random")
     if name not in baselines:
-        raise SystemExit(f"jaxgrid render: no baseline {name!r}; {env.name} has {list(baselines)}")
+        raise UserError(f"--policy: no baseline {name!r}; {env.name} has {list(baselines)}")
     steps = args.steps or env.horizon
     policy = baselines[name]
     run = jax.jit(lambda k: jaxgrid.rollout(env, params, policy, k, steps, with_states=True))
@@ -213,22 +226,78 @@ def _eval(args) -> int:
     return 0
 
 
+class _Parser(argparse.ArgumentParser):
+    """An argument parser that raises its complaints as :class:`~jaxgrid.errors.UserError`
+    (one line, without the usage block); subcommand parsers are of this class too."""
+
+    def error(self, message: str):
+        raise UserError(message)
+
+
+def _at_least(least: int):
+    """An argparse type: an integer ``>= least``."""
+
+    def integer(text: str) -> int:
+        value = int(text)  # argparse reports a ValueError as "invalid integer value"
+        if value < least:
+            raise argparse.ArgumentTypeError(f"must be >= {least}, got {value}")
+        return value
+
+    return integer
+
+
+def _env_name(text: str) -> str:
+    """An argparse type: a registered environment name (else the closest ones)."""
+    from jaxgrid.registry import check_registered
+
+    try:
+        check_registered(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    return text
+
+
+def _json_object(text: str) -> dict:
+    """An argparse type: a JSON object, e.g. ``'{"q_weight": 0.05}'``."""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise argparse.ArgumentTypeError(f"not valid JSON ({e}): {text}") from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(
+            f"expected a JSON object like '{{\"name\": 1}}', got {text}"
+        )
+    return value
+
+
+def _weightings(text: str) -> list[list[float]]:
+    """An argparse type: reward weightings, rows split by ``;``, e.g. ``'1,0,0;0,1,0'``."""
+    try:
+        return [[float(w) for w in row.split(",")] for row in text.split(";")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected rows of numbers like '1,0,0;0,1,0', got {text!r}"
+        ) from None
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``jaxgrid`` command line: list, demo, train, eval, render."""
-    parser = argparse.ArgumentParser(prog="jaxgrid", description=__doc__)
+    parser = _Parser(prog="jaxgrid", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("list", help="list the registered environments").set_defaults(func=_list)
     demo = sub.add_parser("demo", help="roll the baselines of an environment and print a table")
-    demo.add_argument("--env", default="voltage33-v0")
-    demo.add_argument("--envs", type=int, default=256, help="environments run in parallel (vmap)")
-    demo.add_argument("--episodes", type=int, default=1, help="episodes per environment")
+    demo.add_argument("--env", type=_env_name, default="voltage33-v0")
+    demo.add_argument(
+        "--envs", type=_at_least(1), default=256, help="environments run in parallel (vmap)"
+    )
+    demo.add_argument("--episodes", type=_at_least(1), default=1, help="episodes per environment")
     demo.add_argument("--seed", type=int, default=0)
     demo.set_defaults(func=_demo)
     train = sub.add_parser("train", help="train PPO or IPPO, checkpoint, evaluate, plot")
-    train.add_argument("--env", help="registered environment name")
+    train.add_argument("--env", type=_env_name, help="registered environment name")
     train.add_argument("--algo", choices=["ppo", "ippo"])
-    train.add_argument("--total-steps", type=int, help="environment steps per seed")
-    train.add_argument("--seeds", type=int, help="independent trainings, vmapped")
+    train.add_argument("--total-steps", type=_at_least(1), help="environment steps per seed")
+    train.add_argument("--seeds", type=_at_least(1), help="independent trainings, vmapped")
     train.add_argument("--seed", type=int, help="PRNG seed")
     train.add_argument("--out", help="run directory (default runs/ENV-ALGO); reruns resume")
     train.add_argument(
@@ -236,34 +305,55 @@ def build_parser() -> argparse.ArgumentParser:
         help="a scenario file (TOML/YAML: env, [episode], [params]; see configs/) or a JSON/TOML "
         "run config; flags override it",
     )
-    train.add_argument("--weights", help="reward weightings to sweep, e.g. '1,0,0;0,1,0'")
-    train.add_argument("--env-kwargs", help="JSON arguments of the environment factory")
+    train.add_argument(
+        "--weights", type=_weightings, help="reward weightings to sweep, e.g. '1,0,0;0,1,0'"
+    )
+    train.add_argument(
+        "--env-kwargs", type=_json_object, help="JSON arguments of the environment factory"
+    )
     train.add_argument("--set", action="append", metavar="NAME=VALUE", help="a PPO setting")
-    train.add_argument("--checkpoint-every", type=int, help="updates between checkpoints")
-    train.add_argument("--eval-episodes", type=int, help="held-out episodes per policy")
-    train.add_argument("--no-progress", action="store_true", help="no progress bar")
+    train.add_argument(
+        "--checkpoint-every", type=_at_least(0), help="updates between checkpoints (0: at the end)"
+    )
+    train.add_argument("--eval-episodes", type=_at_least(1), help="held-out episodes per policy")
+    train.add_argument(
+        "--no-progress",
+        action="store_true",
+        help="no progress bar or lines (a bar on a terminal, else a line every 5 s)",
+    )
     train.add_argument("--tensorboard", action="store_true", help="also log to TensorBoard")
     train.set_defaults(func=_train)
     render = sub.add_parser("render", help="draw an environment after a baseline's steps")
-    render.add_argument("--env", required=True, help="registered environment name")
+    render.add_argument("--env", required=True, type=_env_name, help="registered environment name")
     render.add_argument("--out", required=True, help=".png (the last state) or .gif (an episode)")
     render.add_argument("--panels", help="also draw the episode's panels into this .png")
     render.add_argument("--policy", help="baseline to run (default: the first non-random)")
-    render.add_argument("--steps", type=int, help="steps to run (default: one episode)")
-    render.add_argument("--frames", type=int, default=24, help="frames of a .gif")
+    render.add_argument("--steps", type=_at_least(1), help="steps to run (default: one episode)")
+    render.add_argument("--frames", type=_at_least(1), default=24, help="frames of a .gif")
     render.add_argument("--seed", type=int, default=0)
     render.set_defaults(func=_render)
     evaluate = sub.add_parser("eval", help="evaluate a run's newest checkpoint on held-out days")
     evaluate.add_argument("--run", required=True, help="run directory written by jaxgrid train")
-    evaluate.add_argument("--episodes", type=int, help="held-out episodes per policy")
+    evaluate.add_argument("--episodes", type=_at_least(1), help="held-out episodes per policy")
     evaluate.set_defaults(func=_eval)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the ``jaxgrid`` command given by ``argv`` (default: the process's arguments)."""
-    args = build_parser().parse_args(argv)
-    return args.func(args)
+    """Run the ``jaxgrid`` command given by ``argv`` (default: the process's arguments);
+    returns the exit status (2 after a :class:`~jaxgrid.errors.UserError`)."""
+    try:
+        args = build_parser().parse_args(argv)
+        with warnings.catch_warnings():
+            warnings.showwarning = _one_line_warning
+            return args.func(args)
+    except UserError as e:
+        print(f"jaxgrid: error: {e}", file=sys.stderr)
+        return 2
+
+
+def _one_line_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    print(f"jaxgrid: warning: {message}", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -55,10 +55,7 @@ def make(name: str, **overrides: Any) -> tuple[Environment, Any]:
     docstring lists them); an unknown one is an error, never silently ignored. The params
     are validated (:func:`jaxgrid.validation.validate_params`) before they are returned.
     """
-    if name not in _REGISTRY:
-        close = difflib.get_close_matches(name, _REGISTRY, n=3)
-        hint = f"; did you mean {', '.join(map(repr, close))}?" if close else ""
-        raise ValueError(f"unknown environment {name!r}{hint} (see jaxgrid.list_envs())")
+    check_registered(name)
     factory = _REGISTRY[name]
     signature = inspect.signature(factory)
     try:
@@ -69,6 +66,14 @@ def make(name: str, **overrides: Any) -> tuple[Environment, Any]:
     env, params = factory(**overrides)
     validate_params(env, params)
     return env, params
+
+
+def check_registered(name: str) -> None:
+    """Raise ``ValueError`` naming the closest registered ids when ``name`` is not one."""
+    if name not in _REGISTRY:
+        close = difflib.get_close_matches(name, _REGISTRY, n=3)
+        hint = f"; did you mean {', '.join(map(repr, close))}?" if close else ""
+        raise ValueError(f"unknown environment {name!r}{hint} (see jaxgrid.list_envs())")
 
 
 def list_envs() -> list[str]:

@@ -91,6 +91,11 @@ class PPOConfig:
         return max(self.total_steps // (self.num_steps * self.num_envs), 1)
 
     def __post_init__(self):
+        for name in ("total_steps", "num_envs", "num_steps", "update_epochs", "num_minibatches"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.log_every < 0:
+            raise ValueError(f"log_every must be >= 0, got {self.log_every}")
         if self.num_envs * self.num_steps % self.num_minibatches:
             raise ValueError("num_envs * num_steps must be divisible by num_minibatches")
         if self.microbatch_rows is not None and self.microbatch_rows < 1:

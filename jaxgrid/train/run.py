@@ -2,15 +2,21 @@
 
 ``train_run(RunConfig(...), out)`` writes into ``out``:
 
-- ``config.json``: the resolved run config (environment, algorithm, every hyper-parameter);
-- ``checkpoints/``: orbax checkpoints of every sweep member every ``checkpoint_every`` updates;
-- ``metrics.jsonl`` and ``metrics.csv``: per member, every ``log_every`` updates;
+- ``config.json``: the resolved run config (environment and its ``env_kwargs``, algorithm,
+  seeds, every :class:`~jaxgrid.train.ppo.PPOConfig` field) and the ``versions`` of
+  jaxgrid, jax, jaxlib and Python: enough to reproduce the run from its folder alone;
+- ``checkpoints/``: orbax checkpoints of every sweep member every ``checkpoint_every``
+  updates, the newest three kept;
+- ``metrics.jsonl`` and ``metrics.csv``: per member, every ``log_every`` updates, with wall
+  time and env-steps/s (:mod:`jaxgrid.train.logger`);
 - ``eval.json``: :func:`evaluate_run`'s report on held-out days;
 - ``learning_curve.png``: episode return against environment steps, beside the baselines.
 
-Run it again on the same directory and it resumes from the newest checkpoint; the result
-equals an uninterrupted run's. :func:`evaluate_run` re-evaluates a finished (or
-interrupted) run from its newest checkpoint.
+Run it again on the same directory and it resumes from the newest intact checkpoint (a
+damaged newer one is skipped with a warning); the result equals an uninterrupted run's. A
+directory holding a run with another config, or in use by another training
+(:mod:`jaxgrid.train.lock`), is refused with a :class:`~jaxgrid.errors.UserError`.
+:func:`evaluate_run` re-evaluates a finished (or interrupted) run from its newest checkpoint.
 
 Multi-host: start the same program on every host after
 ``jax.distributed.initialize()``; ``jax.devices()`` then lists every host's devices and
@@ -19,8 +25,14 @@ the environment batch is split across all of them (:attr:`PPOConfig.shard_envs`)
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import importlib.metadata
 import json
+import platform
+import types
+import typing
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +42,8 @@ import numpy as np
 
 import jaxgrid
 from jaxgrid.config import cost_penalty_weights, declared
+from jaxgrid.errors import UserError
+from jaxgrid.registry import check_registered
 from jaxgrid.train import ippo, ppo
 from jaxgrid.train.checkpoint import Checkpoints
 from jaxgrid.train.defaults import defaults
@@ -41,7 +55,8 @@ from jaxgrid.train.evaluate import (
     score,
     summarise,
 )
-from jaxgrid.train.logger import MetricsLogger, read_metrics, truncate_metrics
+from jaxgrid.train.lock import RunLock
+from jaxgrid.train.logger import MetricsLogger, read_metrics
 from jaxgrid.train.sweep import Sweep, with_weights
 
 ALGOS = {"ppo": ppo.make_train, "ippo": ippo.make_train}
@@ -58,7 +73,8 @@ class RunConfig:
         seed: the PRNG seed everything is drawn from.
         env_kwargs: arguments of the environment's factory (tuned defaults, then these).
         weights: reward weightings to sweep (one scenario each); ``None``: the default.
-        ppo: :class:`~jaxgrid.train.ppo.PPOConfig` fields (tuned defaults, then these).
+        ppo: :class:`~jaxgrid.train.ppo.PPOConfig` fields (tuned defaults, then these);
+            after construction every field, resolved, as JSON-ready values.
         checkpoint_every: updates between checkpoints (0: only at the end).
         eval_episodes: held-out episodes per member and per baseline.
         observations, actions, agents: declared observations, actions and agents
@@ -85,19 +101,19 @@ class RunConfig:
     def __post_init__(self):
         if self.algo not in ALGOS:
             raise ValueError(f"unknown algorithm {self.algo!r}; expected one of {list(ALGOS)}")
-        if self.env not in jaxgrid.list_envs():
-            raise ValueError(
-                f"unknown environment {self.env!r}; expected one of {jaxgrid.list_envs()}"
-            )
+        check_registered(self.env)
+        for name, least in (("seeds", 1), ("eval_episodes", 1), ("checkpoint_every", 0)):
+            if getattr(self, name) < least:
+                raise ValueError(f"{name} must be >= {least}, got {getattr(self, name)}")
         unknown = set(self.ppo) - {f.name for f in dataclasses.fields(ppo.PPOConfig)}
         if unknown:
             raise ValueError(f"unknown PPO settings {sorted(unknown)}")
         tuned = defaults(self.env, self.algo)
-        self.ppo = {**tuned["ppo"], **self.ppo}
+        settings = {**tuned["ppo"], **self.ppo}
+        if "log_every" not in settings:  # about 200 points per learning curve
+            settings["log_every"] = max(1, _ppo_config(settings).num_updates // 200)
+        self.ppo = _json_ready(dataclasses.asdict(_ppo_config(settings)))  # validated now
         self.env_kwargs = {**tuned["env_kwargs"], **self.env_kwargs}
-        if "log_every" not in self.ppo:  # about 200 points per learning curve
-            self.ppo["log_every"] = max(1, self.ppo_config().num_updates // 200)
-        self.ppo_config()  # validate now, not after compiling
 
     def make_env(self):
         """``(env, params)`` of the run: the registered environment with ``env_kwargs``,
@@ -113,20 +129,58 @@ class RunConfig:
 
     def ppo_config(self) -> ppo.PPOConfig:
         """The resolved :class:`~jaxgrid.train.ppo.PPOConfig` (tuned defaults, then ours)."""
-        fields = dict(self.ppo)
-        if "hidden" in fields:
-            fields["hidden"] = tuple(fields["hidden"])
-        return ppo.PPOConfig(**fields)
+        return _ppo_config(self.ppo)
 
     def to_json(self) -> dict:
-        """The config as JSON-ready data (what ``config.json`` holds)."""
-        out = dataclasses.asdict(self)
-        out["ppo"] = {k: list(v) if isinstance(v, tuple) else v for k, v in out["ppo"].items()}
-        return out
+        """The config as JSON-ready data (``config.json`` holds it and the ``versions``)."""
+        return dataclasses.asdict(self)
 
     @classmethod
     def from_json(cls, data: dict) -> RunConfig:
-        return cls(**data)
+        """The config of :meth:`to_json`'s data (``versions``, when there, are left out)."""
+        return cls(**{k: v for k, v in data.items() if k != "versions"})
+
+
+def _ppo_config(settings: dict) -> ppo.PPOConfig:
+    """:class:`~jaxgrid.train.ppo.PPOConfig` of JSON-style ``settings`` (lists for tuples)."""
+    hints = typing.get_type_hints(ppo.PPOConfig)
+    for name, value in settings.items():
+        hint = hints[name]
+        if not _fits(value, hint):
+            expected = hint.__name__ if isinstance(hint, type) else str(hint)
+            raise ValueError(f"PPO setting {name} must be {expected}, got {value!r}")
+    fields = dict(settings)
+    if "hidden" in fields:
+        fields["hidden"] = tuple(fields["hidden"])
+    return ppo.PPOConfig(**fields)
+
+
+def _fits(value, hint) -> bool:
+    """Whether the JSON-style ``value`` is of the type ``hint`` (an int is a float too)."""
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        return any(_fits(value, h) for h in typing.get_args(hint))
+    if typing.get_origin(hint) is tuple:
+        return isinstance(value, list | tuple) and all(_fits(v, int) for v in value)
+    if hint is float:
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    if hint is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    return isinstance(value, hint)
+
+
+def _json_ready(settings: dict) -> dict:
+    """``settings`` with tuples as lists, as JSON gives them back."""
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in settings.items()}
+
+
+def versions() -> dict:
+    """The versions of what computes a run: jaxgrid, jax, jaxlib and Python."""
+    return {
+        "jaxgrid": jaxgrid.__version__,
+        "jax": importlib.metadata.version("jax"),
+        "jaxlib": importlib.metadata.version("jaxlib"),
+        "python": platform.python_version(),
+    }
 
 
 class Run:
@@ -146,14 +200,103 @@ class Run:
         return self.sweep.place(self.sweep.init(self.key))
 
 
+class RunWarning(UserWarning):
+    """A run resumes in circumstances that may change its numbers."""
+
+
 def _write_config(config: RunConfig, out: Path) -> None:
+    """Write ``config.json``, or check that the run in ``out`` has the same config.
+
+    Raises:
+        UserError: ``out`` holds a run with another config (the message names the
+            differing keys).
+    """
     path = out / "config.json"
-    text = json.dumps(config.to_json(), indent=2)
-    if path.exists() and json.loads(path.read_text()) != json.loads(text):
-        raise ValueError(
-            f"{out} holds a run with a different config; choose another --out to start afresh"
+    ours = config.to_json()
+    if not path.exists():
+        path.write_text(json.dumps({**ours, "versions": versions()}, indent=2) + "\n")
+        return
+    theirs = _read_json(path)
+    differing = _differing_keys(
+        json.loads(json.dumps(ours)), {k: v for k, v in theirs.items() if k != "versions"}
+    )
+    if differing:
+        raise UserError(
+            f"{out} holds a run with another config ({'; '.join(differing)}); "
+            "rerun with its config to resume it, or choose another --out"
         )
-    path.write_text(text + "\n")
+    started = theirs.get("versions", {})
+    changed = [
+        f"{k} {v} (started with {started.get(k)})"
+        for k, v in versions().items()
+        if started.get(k) != v
+    ]
+    if changed:
+        warnings.warn(f"resuming {out} with {', '.join(changed)}", RunWarning, stacklevel=3)
+
+
+def _differing_keys(ours: dict, theirs: dict, prefix: str = "") -> list[str]:
+    """``"key: theirs there, ours here"`` for every dotted key whose values differ."""
+    out = []
+    for key in sorted(set(ours) | set(theirs)):
+        a, b = ours.get(key), theirs.get(key)
+        if isinstance(a, dict) and isinstance(b, dict):
+            out += _differing_keys(a, b, f"{prefix}{key}.")
+        elif key not in ours or key not in theirs or a != b:
+            out.append(f"{prefix}{key}: {json.dumps(b)} there, {json.dumps(a)} here")
+    return out
+
+
+def _read_json(path: Path) -> dict:
+    """The JSON object in ``path``, or a :class:`~jaxgrid.errors.UserError` naming it."""
+    try:
+        return json.loads(path.read_text())
+    except json.JSONDecodeError as e:
+        raise UserError(f"{path} is not valid JSON ({e})") from None
+
+
+def read_config(out) -> RunConfig:
+    """The :class:`RunConfig` of the run directory ``out`` (from its ``config.json``)."""
+    path = Path(out) / "config.json"
+    if not path.is_file():
+        raise UserError(f"{out} is not a run directory (no config.json)")
+    try:
+        return RunConfig.from_json(_read_json(path))
+    except (TypeError, ValueError) as e:
+        raise UserError(f"{path}: {e}") from None
+
+
+@contextlib.contextmanager
+def _run_directory(out: Path):
+    """``out``, created if need be and locked for this process while the block runs."""
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        lock = RunLock(out).acquire()
+    except OSError as e:
+        raise UserError(f"cannot write the run directory {out}: {e.strerror or e}") from None
+    try:
+        yield
+    finally:
+        lock.release()
+
+
+def _make_env(config: RunConfig):
+    """``config.make_env()``; the factory's refusal of ``env_kwargs`` as a user error."""
+    try:
+        return config.make_env()
+    except ValueError as e:  # how a factory or a declaration refuses its arguments
+        raise UserError(f"{config.env} with env_kwargs {config.env_kwargs}: {e}") from None
+
+
+def _resume(run: Run, checkpoints: Checkpoints, logger: MetricsLogger, n_updates: int):
+    """``(runners, updates done)``: from the newest intact checkpoint, else fresh."""
+    runners = run.fresh_runners()
+    if not checkpoints.updates():
+        return runners, 0
+    done, runners = checkpoints.restore_newest(runners)
+    checkpoints.drop_after(done)
+    logger.say(f"resuming from checkpoint {done} of {n_updates} updates")
+    return runners, done
 
 
 def train_run(
@@ -162,61 +305,63 @@ def train_run(
     progress: bool = True,
     tensorboard: bool = False,
     stop_after: int | None = None,
+    progress_every_s: float = 5.0,
 ) -> dict | None:
     """Train (or resume) the run in ``out``, then evaluate and plot it; returns the report.
 
     ``stop_after`` ends the session after that many updates in all (to continue later);
-    the run is then not evaluated and ``None`` is returned.
+    the run is then not evaluated and ``None`` is returned. ``progress_every_s``: seconds
+    between progress lines when stdout is not interactive.
+
+    Raises:
+        UserError: the environment refuses ``env_kwargs``; ``out`` cannot be written, is in
+            use by another training or holds a run with another config; or no checkpoint
+            in it restores.
     """
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    _write_config(config, out)
-    env, _ = config.make_env()
-    n_updates = config.ppo_config().num_updates
-    members = config.seeds * len(config.weights or [None])
-    logger = MetricsLogger(
-        out,
-        env.objective_names,
-        env.cost_names,
-        n_updates,
-        members,
-        progress=progress,
-        tensorboard=tensorboard,
-    )
-    run = Run(config, log=logger)
-    checkpoints = Checkpoints(out / "checkpoints")
-    runners = run.fresh_runners()
-    done = checkpoints.latest() or 0
-    if done:
-        runners = checkpoints.restore(runners)
-    truncate_metrics(out, done)
-    every = config.checkpoint_every or n_updates
-    end = n_updates if stop_after is None else min(stop_after, n_updates)
-    with logger:
-        logger.resume_at(done)
-        while done < end:
-            count = min(every - done % every, end - done)
-            runners, _ = run.sweep.run_updates(runners, count, done)
-            done += count
-            checkpoints.save(done, runners)
-    checkpoints.close()
-    if done < n_updates:
-        return None
-    return _write_report(out, evaluate_runners(run, runners))
+    env, _ = _make_env(config)  # before anything is written
+    with _run_directory(out):
+        _write_config(config, out)
+        n_updates = config.ppo_config().num_updates
+        logger = MetricsLogger(
+            out,
+            env.objective_names,
+            env.cost_names,
+            n_updates,
+            config.seeds * len(config.weights or [None]),
+            progress=progress,
+            tensorboard=tensorboard,
+            progress_every_s=progress_every_s,
+        )
+        run = Run(config, log=logger)
+        checkpoints = Checkpoints(out / "checkpoints")
+        runners, done = _resume(run, checkpoints, logger, n_updates)
+        every = config.checkpoint_every or n_updates
+        end = n_updates if stop_after is None else min(stop_after, n_updates)
+        with logger:
+            logger.resume_at(done)
+            if done < end:
+                logger.say("compiling the training program (the first update waits for it)...")
+            while done < end:
+                count = min(every - done % every, end - done)
+                runners, _ = run.sweep.run_updates(runners, count, done)
+                done += count
+                checkpoints.save(done, runners)
+        checkpoints.close()
+        if done < n_updates:
+            return None
+        return _write_report(out, evaluate_runners(run, runners))
 
 
 def evaluate_run(out, episodes: int | None = None) -> dict:
-    """Evaluate the newest checkpoint of the run in ``out``; writes ``eval.json``."""
+    """Evaluate the newest intact checkpoint of the run in ``out``; writes ``eval.json``."""
     out = Path(out)
-    config_path = out / "config.json"
-    if not config_path.exists():
-        raise FileNotFoundError(f"{out} is not a run directory (no config.json)")
-    config = RunConfig.from_json(json.loads(config_path.read_text()))
+    config = read_config(out)
     if episodes is not None:
         config.eval_episodes = episodes
     run = Run(config)
     checkpoints = Checkpoints(out / "checkpoints")
-    runners = checkpoints.restore(run.fresh_runners())
+    _, runners = checkpoints.restore_newest(run.fresh_runners())
     checkpoints.close()
     return _write_report(out, evaluate_runners(run, runners))
 
@@ -321,7 +466,7 @@ def plot_learning_curve(out, report: dict | None = None) -> Path:
     from matplotlib.figure import Figure
 
     out = Path(out)
-    config = RunConfig.from_json(json.loads((out / "config.json").read_text()))
+    config = read_config(out)
     rows = [r for r in read_metrics(out / "metrics.jsonl") if r["episodes"] > 0]
     fig = Figure(figsize=(7, 4))
     ax = fig.subplots()

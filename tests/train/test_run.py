@@ -1,13 +1,24 @@
-"""Runs: the CLI trains, checkpoints, resumes (to the same numbers) and re-evaluates."""
+"""Runs: the CLI trains, checkpoints, resumes (to the same numbers) and re-evaluates;
+it refuses what it cannot do in one line naming what is wrong."""
 
+import dataclasses
 import json
+import os
+import platform
+import re
+import sys
 
+import jax
+import jaxlib
 import numpy as np
 import pytest
 
+import jaxgrid
 from jaxgrid.cli import main
+from jaxgrid.errors import UserError
 from jaxgrid.train.logger import read_metrics
-from jaxgrid.train.run import Run, RunConfig, train_run
+from jaxgrid.train.ppo import PPOConfig
+from jaxgrid.train.run import Run, RunConfig, RunWarning, train_run
 
 # 6 updates of 8 one-day episodes, a checkpoint every 2
 TINY = [
@@ -36,23 +47,36 @@ def test_interrupted_run_resumes_to_the_uninterrupted_result(tmp_path, capsys):
     printed = capsys.readouterr().out
     for name in ("config.json", "metrics.jsonl", "metrics.csv", "eval.json", "learning_curve.png"):
         assert (whole / name).stat().st_size > 0, name
-    assert sorted(p.name for p in (whole / "checkpoints").iterdir())[-1] == "6"
+    assert sorted(p.name for p in (whole / "checkpoints").iterdir()) == ["2", "4", "6"]
     assert "| oracle |" in printed and "score" in printed
+    assert "compiling" in printed.split("\n| policy")[0]
 
-    # stopped after 4 updates (checkpoints at 2 and 4); the rerun resumes from 4
+    # stopped after 4 updates (checkpoints at 2 and 4), then checkpoint 4 damaged: the
+    # rerun warns in one line and resumes from 2
     assert train_run(_config(), parts, progress=False, stop_after=4) is None
     assert sorted(p.name for p in (parts / "checkpoints").iterdir()) == ["2", "4"]
     assert not (parts / "eval.json").exists()
+    metadata = parts / "checkpoints" / "4" / "default" / "_METADATA"
+    metadata.write_text(metadata.read_text()[:100])
+    capsys.readouterr()
     assert main([*TINY, "--out", str(parts)]) == 0
+    out, err = capsys.readouterr()
+    assert err.startswith("jaxgrid: warning: skipped damaged checkpoint(s) 4 (JSONDecodeError")
+    assert err.count("\n") == 1 and err.endswith("; using checkpoint 2\n")
+    assert "resuming from checkpoint 2 of 6 updates" in out
 
     rows = {(r["member"], r["update"]): r for r in read_metrics(whole / "metrics.jsonl")}
     resumed = {(r["member"], r["update"]): r for r in read_metrics(parts / "metrics.jsonl")}
     assert sorted(rows) == sorted(resumed) == [(m, u) for m in (0, 1) for u in range(1, 7)]
     for key, row in rows.items():
+        assert row["wall_time_s"] > 0
         for name, value in row.items():
-            np.testing.assert_allclose(
-                resumed[key][name], value, rtol=1e-5, err_msg=f"{key} {name}"
-            )
+            if name not in ("wall_time_s", "env_steps_per_s"):
+                np.testing.assert_allclose(
+                    resumed[key][name], value, rtol=1e-5, err_msg=f"{key} {name}"
+                )
+    assert rows[(0, 6)]["wall_time_s"] > rows[(0, 1)]["wall_time_s"]
+    assert rows[(0, 1)]["env_steps_per_s"] is None and rows[(0, 6)]["env_steps_per_s"] > 0
     report = json.loads((whole / "eval.json").read_text())
     again = json.loads((parts / "eval.json").read_text())
     np.testing.assert_allclose(
@@ -77,30 +101,104 @@ def test_interrupted_run_resumes_to_the_uninterrupted_result(tmp_path, capsys):
     assert reevaluated["scenarios"][0]["scores"] == pytest.approx(scenario["scores"], rel=1e-5)
 
 
-def test_a_run_directory_refuses_a_different_config(tmp_path):
-    train_run(_config(), tmp_path, progress=False, stop_after=0)
-    with pytest.raises(ValueError, match="different config"):
-        train_run(_config(seed=1), tmp_path, progress=False, stop_after=0)
+def test_config_json_reproduces_the_run_and_a_run_directory_refuses_another(tmp_path):
+    config = _config(env_kwargs={"degradation_cost": 0.5})
+    train_run(config, tmp_path, progress=False, stop_after=0)
+    saved = json.loads((tmp_path / "config.json").read_text())
+    assert set(saved["ppo"]) == {f.name for f in dataclasses.fields(PPOConfig)}
+    assert saved["env_kwargs"] == {"degradation_cost": 0.5}
+    assert (saved["env"], saved["seeds"], saved["seed"]) == ("arbitrage-v0", 2, 0)
+    assert saved["versions"] == {
+        "jaxgrid": jaxgrid.__version__,
+        "jax": jax.__version__,
+        "jaxlib": jaxlib.__version__,
+        "python": platform.python_version(),
+    }
+    assert RunConfig.from_json(saved) == config
+
+    train_run(config, tmp_path, progress=False, stop_after=0)  # the same config resumes
+    saved["versions"]["jax"] = "0.4.30"  # the run started under another jax: said, not refused
+    (tmp_path / "config.json").write_text(json.dumps(saved))
+    with pytest.warns(RunWarning, match=f"with jax {jax.__version__} \\(started with 0.4.30\\)$"):
+        train_run(config, tmp_path, progress=False, stop_after=0)
+    other = _config(seed=1, env_kwargs={"degradation_cost": 0.5}, ppo={**config.ppo, "lr": 1e-3})
+    expected = "another config (ppo.lr: 0.0003 there, 0.001 here; seed: 0 there, 1 here); rerun"
+    with pytest.raises(UserError, match="^" + re.escape(f"{tmp_path} holds a run with {expected}")):
+        train_run(other, tmp_path, progress=False, stop_after=0)
+
+
+TRAIN = ["train", "--env", "arbitrage-v0", "--set", "num_envs=8", "--no-progress"]
 
 
 @pytest.mark.parametrize(
     "args, message",
     [
-        (["--env", "nowhere-v0"], "unknown environment 'nowhere-v0'"),
-        (["--env", "arbitrage-v0", "--set", "learning_rate=1"], "unknown PPO settings"),
-        (["--env", "arbitrage-v0", "--set", "lr"], "--set needs NAME=VALUE"),
-        (["--env", "arbitrage-v0", "--set", "num_minibatches=5"], "divisible by num_minibatches"),
-        (["--algo", "ppo"], "give --env"),
+        (["train", "--env", "voltage34-v0"], "argument --env: unknown environment 'voltage34-v0'; did you mean 'voltage33-v0'"),
+        (["demo", "--env", "voltage34-v0"], "argument --env: unknown environment 'voltage34-v0'; did you mean 'voltage33-v0'"),
+        (["train", "--algo", "ppo"], "give --env NAME"),
+        ([*TRAIN, "--seeds", "0"], "argument --seeds: must be >= 1, got 0"),
+        ([*TRAIN, "--total-steps", "0"], "argument --total-steps: must be >= 1, got 0"),
+        ([*TRAIN, "--total-steps", "-1152"], "argument --total-steps: must be >= 1, got -1152"),
+        ([*TRAIN, "--total-steps", "1e6"], "argument --total-steps: invalid integer value: '1e6'"),
+        ([*TRAIN, "--set", "total_steps=0"], "total_steps must be >= 1, got 0"),
+        ([*TRAIN, "--set", "lr=fast"], "PPO setting lr must be float, got 'fast'"),
+        ([*TRAIN, "--set", "learning_rate=1"], "unknown PPO settings \\['learning_rate'\\]"),
+        ([*TRAIN, "--set", "lr"], "--set needs NAME=VALUE, got 'lr'"),
+        ([*TRAIN, "--set", "num_minibatches=5"], "divisible by num_minibatches"),
+        ([*TRAIN, "--env-kwargs", "{degradation_cost: 1}"], "argument --env-kwargs: not valid JSON"),
+        ([*TRAIN, "--env-kwargs", '{"bogus": 1}'], "unexpected keyword argument 'bogus'"),
+        ([*TRAIN, "--weights", "1,x"], "argument --weights: expected rows of numbers"),
+        ([*TRAIN, "--config", "missing.json"], "--config missing.json: No such file or directory"),
     ],
-)
-def test_bad_command_lines_name_what_is_wrong(tmp_path, args, message):
-    with pytest.raises(SystemExit, match=message):
-        main(["train", *args, "--out", str(tmp_path)])
+)  # fmt: skip
+def test_bad_command_lines_are_one_line_naming_what_is_wrong(tmp_path, capsys, args, message):
+    assert main([*args, "--out", str(tmp_path / "run")] if args[0] == "train" else args) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("jaxgrid: error: ") and err.count("\n") == 1, err
+    assert re.search(message, err), err
+    assert not (tmp_path / "run").exists()  # refused before anything is written
 
 
-def test_eval_needs_a_run_directory(tmp_path):
-    with pytest.raises(FileNotFoundError, match="no config.json"):
-        main(["eval", "--run", str(tmp_path)])
+def _refusal(args, capsys) -> str:
+    """The one line ``jaxgrid`` prints on stderr as it refuses ``args``."""
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1, err
+    return err
+
+
+def test_eval_of_a_non_run_is_refused(tmp_path, capsys):
+    expected = f"jaxgrid: error: {tmp_path} is not a run directory (no config.json)\n"
+    assert _refusal(["eval", "--run", str(tmp_path)], capsys) == expected
+
+
+def test_an_out_that_cannot_be_a_run_directory_is_refused(tmp_path, capsys):
+    taken = tmp_path / "taken"
+    taken.write_text("someone's file")
+    err = _refusal([*TRAIN, "--out", str(taken)], capsys)
+    assert err == f"jaxgrid: error: cannot write the run directory {taken}: File exists\n"
+    err = _refusal([*TRAIN, "--out", str(taken / "run")], capsys)
+    assert err == f"jaxgrid: error: cannot write the run directory {taken}/run: Not a directory\n"
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only directories")
+def test_a_read_only_out_is_refused(tmp_path, capsys):
+    tmp_path.chmod(0o555)
+    try:
+        err = _refusal([*TRAIN, "--out", str(tmp_path)], capsys)
+    finally:
+        tmp_path.chmod(0o755)
+    expected = f"jaxgrid: error: cannot write the run directory {tmp_path}: Permission denied\n"
+    assert err == expected
+
+
+def test_a_missing_optional_extra_is_named(tmp_path, capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "tensorboardX", None)  # import fails: not installed
+    err = _refusal([*TRAIN, "--tensorboard", "--out", str(tmp_path)], capsys)
+    expected = (
+        "jaxgrid: error: --tensorboard needs tensorboardX: pip install 'jaxgrid[tensorboard]'\n"
+    )
+    assert err == expected
 
 
 def test_tuned_defaults_fill_what_the_config_leaves_out():
@@ -120,7 +218,7 @@ def test_train_takes_a_scenario_file(tmp_path):
     assert config.env == "arbitrage-v0"
     assert config.env_kwargs == {"degradation_cost": 0.5}
     scenario.write_text('env = "arbitrage-v0"\n[params]\ndegradation_cost = -0.5\n')
-    with pytest.raises(SystemExit, match=r"cheap_battery\.toml: params\.degradation_cost"):
+    with pytest.raises(UserError, match=r"cheap_battery\.toml: params\.degradation_cost"):
         _run_config(build_parser().parse_args(["train", "--config", str(scenario)]))
 
 
@@ -159,5 +257,5 @@ def test_train_keeps_the_environment_s_scalarisation_method(tmp_path):
 
     scenario = tmp_path / "min.toml"
     scenario.write_text('env = "arbitrage-v0"\n[reward]\nscalarisation = "min"\n')
-    with pytest.raises(SystemExit, match=r"min\.toml: reward\.scalarisation: a training run keeps"):
+    with pytest.raises(UserError, match=r"min\.toml: reward\.scalarisation: a training run keeps"):
         _run_config(build_parser().parse_args(["train", "--config", str(scenario)]))
