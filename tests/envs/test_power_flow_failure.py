@@ -84,7 +84,7 @@ def test_cost_weights_add_to_the_penalty():
     _, state = env.reset(KEY, params)
     action = jnp.zeros((env.num_agents, 1))
     *_, reward, _, _, info = env.step_env(KEY, state, action, overloaded(params))
-    np.testing.assert_allclose(reward, -0.25 * 96 - 7.0, rtol=1e-6)
+    np.testing.assert_allclose(reward, -0.1 * 96 - 7.0, rtol=1e-6)
 
 
 def voltage33_steps(num_envs, num_steps, seed=0):

@@ -53,7 +53,7 @@ def make_voltage(
     pv_p_max_mw: float | None = None,
     load_csv: dict | None = None,
     pv_csv: dict | None = None,
-    power_flow_penalty: float = 0.25,
+    power_flow_penalty: float = 0.1,
 ):
     """Build a voltage control environment and its default params.
 
@@ -79,8 +79,10 @@ def make_voltage(
         load_csv, pv_csv: CSV sources of the load multiplier and the PV availability
             (:mod:`jaxgrid.data.csv_profiles`), given together; they replace ``profiles``.
         power_flow_penalty: reward lost per agent, on a step whose power flow fails,
-            for that step and for each step the episode loses (it ends there): a little
-            more than the mean reward of random actions, -0.22 a step on voltage33.
+            for that step and for each step the episode loses (it ends there). IPPO on
+            voltage33 (training defaults, 2 seeds, 3M steps) with 0.1 reaches CR 0.991 at
+            less reactive power than droop and never collapses; with 0.25 CR 0.983 at 7 %
+            more reactive power than droop; a constant 100 per collapse, CR 0.04.
     """
     if scenario not in SCENARIOS:
         raise ValueError(

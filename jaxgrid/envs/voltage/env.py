@@ -32,8 +32,8 @@ flow failed.
 **Episode.** ``horizon`` steps (one day) from a day drawn from ``profiles.days``;
 truncated at the horizon. A power flow with no solution (voltage collapse: reactive
 power or load beyond what the feeder can carry) terminates it with the reward
-``-power_flow_penalty`` for the failed step and every step it cuts off (default 0.25 a
-step, a little more than random actions pay on average), ``info["power_flow_failed"]`` and the ``power_flow`` cost; the state
+``-power_flow_penalty`` for the failed step and every step it cuts off (default 0.1 a
+step), ``info["power_flow_failed"]`` and the ``power_flow`` cost; the state
 keeps the last solved voltages.
 
 **Info.** ``vm_pu``, ``q_mvar``, ``p_pv_mw``, ``loss_mw``, ``power_flow_failed`` and
