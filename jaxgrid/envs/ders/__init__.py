@@ -51,7 +51,7 @@ def make_ders(
     load_scale: float | None = None,
     price: str = "merit_order",
     weights: tuple[float, ...] = (0.02, 20.0, 50.0, 5.0, 1.0),
-    distflow_iterations: int = 5,
+    distflow_iterations: int = 8,
     abort: dict | None = None,
     feeder: str | None = None,
     devices: dict | None = None,

@@ -30,7 +30,7 @@ def make_dso(
     vm_slack_pu: float = 1.045,
     v_band: tuple[float, float] = (0.94, 1.06),
     deferral_weight: float = 0.1,
-    distflow_iterations: int = 5,
+    distflow_iterations: int = 8,
     abort: dict | None = None,
     power_flow_penalty: float = 0.15,
     name: str = "dso33-v0",
