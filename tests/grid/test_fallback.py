@@ -7,7 +7,7 @@ import numpy as np
 
 from jaxgrid.grid import case33bw, distflow
 from jaxgrid.grid.distflow_newton import distflow_newton
-from jaxgrid.grid.fallback import CAPACITY, distflow_with_fallback
+from jaxgrid.grid.fallback import distflow_with_fallback
 
 # light load, heavy load near the nose (solvable), beyond the nose (collapse), in a mix
 LOADS = jnp.array([1.0, 3.5, 1.2, 5.0, 0.5, 3.4, 2.0, 3.6, 1.0, 3.55, 0.8])
