@@ -187,6 +187,7 @@ def _train(args) -> int:
 
 def _render(args) -> int:
     import jax
+    import numpy as np
 
     import jaxgrid
     from jaxgrid.viz import render_episode, save_frames
@@ -200,10 +201,11 @@ def _render(args) -> int:
     steps = args.steps or env.horizon
     policy = baselines[name]
     run = jax.jit(lambda k: jaxgrid.rollout(env, params, policy, k, steps, with_states=True))
-    trajectory, states = run(jax.random.PRNGKey(args.seed))
+    trajectory, states = run(jax.random.PRNGKey(args.seed))  # states before any auto-reset
+    episode_step = _episode_steps(np.asarray(trajectory.terminated | trajectory.truncated))
     every = max(1, steps // args.frames) if args.out.endswith(".gif") else steps
     frames = [
-        env.render(jax.tree_util.tree_map(lambda x, t=t: x[t], states), params)
+        env.render(jax.tree_util.tree_map(lambda x, t=t: x[t], states), params, episode_step[t])
         for t in range(steps)
         if (t + 1) % every == 0 or t == steps - 1
     ]
@@ -213,6 +215,18 @@ def _render(args) -> int:
         save_frames([render_episode(env, trajectory, _band(params))], args.panels)
         print(f"episode panels: {args.panels}")
     return 0
+
+
+def _episode_steps(done) -> list[int]:
+    """For each step ``t`` of a rollout, the steps of its episode up to and including it
+    (``done[t]``: the episode ended at step ``t``)."""
+    counts, count = [], 0
+    for ended in done:
+        count += 1
+        counts.append(count)
+        if ended:
+            count = 0
+    return counts
 
 
 def _band(params) -> tuple[float, float]:

@@ -197,13 +197,15 @@ class Environment(abc.ABC, Generic[TState, TParams]):
         perfect foresight, or ``None`` where no oracle exists. Runs on the host, untraced."""
         return None
 
-    def render(self, state: TState, params: TParams | None = None):
-        """A ``(height, width, 3)`` uint8 picture of ``state``: the feeder coloured by bus
-        voltage with the devices marked (feeder environments), else each agent's
-        observation. Drawn on the host with matplotlib; not jittable."""
+    def render(self, state: TState, params: TParams | None = None, step: int | None = None):
+        """A ``(height, width, 3)`` uint8 picture of ``state``, titled with ``step`` (the
+        steps of its episode; default ``state.time`` where the state has it): the feeder
+        coloured by bus voltage with the devices marked (feeder environments), else each
+        agent's observation. Drawn on the host with matplotlib; not jittable."""
         from jaxgrid.viz import render_state
 
-        return render_state(self, state, self.default_params() if params is None else params)
+        params = self.default_params() if params is None else params
+        return render_state(self, state, params, step)
 
     def abort_values(self, state: TState, params: TParams) -> Array:
         """``(len(abort_names),)`` values of the abort variables in ``state``."""

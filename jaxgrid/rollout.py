@@ -35,8 +35,10 @@ def rollout(
     """Run ``num_steps`` auto-resetting steps from a reset; jittable and vmappable over keys.
 
     ``trajectory.obs[t]`` is the observation the action ``trajectory.action[t]`` answered.
-    With ``with_states``, also the environment states after each step (stacked; the
-    reset state where an episode ended), e.g. to draw them.
+    With ``with_states``, also the state each step reached, stacked, e.g. to draw them:
+    where an episode ended, its last state (before the auto-reset, like
+    ``info["final_observation"]``), so ``states.time[t]`` counts the steps of the episode
+    up to and including step ``t``.
     """
     k_reset, k_run = jax.random.split(key)
     obs, state = env.reset(k_reset, params)
@@ -45,11 +47,15 @@ def rollout(
         obs, state = carry
         k_act, k_step = jax.random.split(key)
         action = policy(k_act, obs)
-        next_obs, state, reward, terminated, truncated, info = env.step(
+        next_obs, next_state, reward, terminated, truncated, info = env.step(
             k_step, state, action, params
         )
         step = Trajectory(obs, action, reward, terminated, truncated, info)
-        return (next_obs, state), (step, state) if with_states else step
+        if not with_states:
+            return (next_obs, next_state), step
+        # the state before the auto-reset: step_env with the key env.step gives it
+        reached = env.step_env(jax.random.split(k_step)[0], state, action, params)[1]
+        return (next_obs, next_state), (step, reached)
 
     _, out = jax.lax.scan(body, (obs, state), jax.random.split(k_run, num_steps))
     return out

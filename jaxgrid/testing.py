@@ -11,19 +11,22 @@ It checks the environment contract (``jaxgrid.env``) end to end:
 4. every observation lies in the observation space;
 5. auto-reset: ``step`` equals ``step_env`` then ``reset_env`` with the documented key
    split, ``info["final_observation"]`` is the pre-reset observation, and an episode is
-   truncated exactly at ``env.horizon`` unless it terminated first (one rollout runs a
-   whole episode when the horizon is longer than ``num_steps``, unless
-   ``whole_episode=False``: for a variant whose horizon a smaller sibling already checks);
+   truncated exactly at ``env.horizon`` unless it terminated first;
 6. no NaN/inf in state, observation, reward, reward vector or costs over ``num_steps``
    steps of random, extreme (+-1e9) and non-finite (NaN/inf) actions, and the sanitising
-   counters see them;
-7. ``vmap`` over ``num_envs`` environments equals a Python loop over the same keys.
+   counters see them. Where the horizon is longer than ``num_steps`` (up to
+   ``MAX_TRUNCATION_CHECK``) these runs go through a whole episode and one step, unless
+   ``whole_episode=False`` (for a variant whose horizon a smaller sibling already checks);
+7. in float64 (params cast to float64 under ``jax_enable_x64``): the contract flags of
+   item 5 and 6 hold for one run, and ``vmap`` over ``num_envs`` environments equals a
+   Python loop over the same keys (see :func:`_check_vmap_matches_loop` for why float64).
 
 A failure raises ``AssertionError`` naming the environment and the check.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import itertools
 from typing import Any
@@ -61,29 +64,84 @@ def check_env(
     k_trace, k_roll, k_vmap = jax.random.split(key, 3)
     _check_traces_once(env, params, k_trace, fail)
 
-    # every check runs num_steps steps; one more run goes through a whole episode (when
-    # the horizon is longer) so that truncation at the horizon is seen
-    rollout = jax.jit(_make_rollout(env, num_steps))
+    # the rollouts run num_steps steps, or a whole episode and one step when the horizon
+    # is longer, so that truncation at the horizon is seen (one compiled program for all)
+    length = num_steps
+    if whole_episode and num_steps <= env.horizon < MAX_TRUNCATION_CHECK:
+        length = env.horizon + 1
+    rollout = jax.jit(_make_rollout(env, length))
     for kind_index, kind in enumerate(ACTION_KINDS):
         run = jax.device_get(rollout(k_roll, params, kind_index))
-        _check_run(env, params, run, kind, num_steps, fail)
+        _check_run(env, params, run, kind, length, fail)
         if kind == "random":
             first = run
-    if whole_episode and num_steps <= env.horizon < MAX_TRUNCATION_CHECK:
-        episode = jax.device_get(jax.jit(_make_rollout(env, env.horizon + 1))(k_roll, params, 0))
-        _check_run(env, params, episode, "random", env.horizon + 1, fail)
 
-    if not _tree_equal(first, jax.device_get(rollout(k_roll, params, 0)), exact=True):
+    if not _tree_equal(first, jax.device_get(rollout(k_roll, params, 0))):
         fail("the same key gave a different trajectory")
     if not _same_program(_make_rollout(env, 2), (k_roll, params, 0)):
         fail("two traces of the same rollout differ (randomness drawn outside the key?)")
 
-    keys = jax.random.split(k_vmap, num_envs)
-    batched = jax.device_get(jax.jit(jax.vmap(rollout, in_axes=(0, None, None)))(keys, params, 0))
-    for i in range(num_envs):
-        one = jax.device_get(rollout(keys[i], params, 0))
-        if not _tree_equal(jax.tree_util.tree_map(lambda x, i=i: x[i], batched), one, exact=False):
-            fail(f"vmap over {num_envs} envs differs from a Python loop at env {i}")
+    _check_vmap_matches_loop(env, params, k_vmap, num_steps, num_envs, fail)
+
+
+# float64 round-off: batching regroups sums (a batched matrix product instead of a vector
+# one), which moves float64 results by a few ulps (~1e-15 relative, 1e-13 seen over 1000
+# steps); a batching bug (a wrong key, index or broadcast) moves them by O(1).
+VMAP_RTOL_FLOAT64 = 1e-9
+
+
+def _check_vmap_matches_loop(env, params, key, num_steps, num_envs, fail) -> None:
+    """``vmap`` of the rollout over ``num_envs`` keys equals a Python loop over the keys.
+
+    Run in float64 (``params``' float leaves cast, ``jax_enable_x64`` on), because the
+    comparison must separate a batching bug from round-off. Batching regroups sums; in
+    float32 that alone moves rewards by 2e-5 where they are differences of terms near
+    100 (``arbitrage-v0``, ``voltage33-v0``), and booleans derived from thresholds flip (a
+    DistFlow's ``converged`` on a few steps in a thousand), after which trajectories
+    part: a float32 tolerance wide enough for that would hide real bugs. In float64 the
+    same regrouping moves results by ~1e-15 (nothing flipped in 64 x 1000 steps of any
+    registered environment), so floats must agree to ``VMAP_RTOL_FLOAT64`` and integers
+    and booleans exactly. The float64 run also tests the contract's "float32 default,
+    float64 works": its contract flags must hold (all but the auto-reset comparison,
+    which the float32 runs make).
+    """
+    with _float64():
+        params = jax.tree_util.tree_map(_to_float64, params)
+        rollout = jax.jit(_make_rollout(env, num_steps, autoreset=False))
+        keys = jax.random.split(key, num_envs)
+        try:
+            batch = jax.device_get(
+                jax.jit(jax.vmap(rollout, in_axes=(0, None, None)))(keys, params, 0)
+            )
+        except TypeError as err:  # e.g. a state leaf that stays float32
+            fail(f"does not run in float64: {err}")
+        for i in range(num_envs):
+            one = jax.device_get(rollout(keys[i], params, 0))
+            if i == 0:
+                _check_run(env, params, one, "random float64", num_steps, fail)
+            row = jax.tree_util.tree_map(lambda x, i=i: x[i], batch)
+            if not _tree_equal(row, one, rtol=VMAP_RTOL_FLOAT64):
+                fail(f"vmap over {num_envs} envs differs from a Python loop at env {i} (float64)")
+
+
+@contextlib.contextmanager
+def _float64():
+    """A block with ``jax_enable_x64`` on, so new floats default to float64."""
+    if hasattr(jax, "enable_x64"):
+        with jax.enable_x64(True):
+            yield
+    else:  # jax < 0.6
+        from jax.experimental import enable_x64
+
+        with enable_x64():
+            yield
+
+
+def _to_float64(leaf):
+    """A float array leaf as float64 (inside :func:`_float64`); other leaves unchanged."""
+    if hasattr(leaf, "dtype") and jnp.issubdtype(leaf.dtype, jnp.floating):
+        return jnp.asarray(leaf, jnp.float64)
+    return leaf
 
 
 def _same_program(fn, args) -> bool:
@@ -95,7 +153,7 @@ def _same_program(fn, args) -> bool:
     a, b = jax.make_jaxpr(fn)(*args), jax.make_jaxpr(fn)(*args)
     if str(a.jaxpr) != str(b.jaxpr) or len(a.consts) != len(b.consts):
         return False
-    return all(_tree_equal(x, y, exact=True) for x, y in zip(a.consts, b.consts))
+    return all(_tree_equal(x, y) for x, y in zip(a.consts, b.consts))
 
 
 def _fail(env: Environment, message: str):
@@ -272,8 +330,10 @@ def _all_finite(*trees):
     return jnp.all(jnp.stack(leaves)) if leaves else jnp.asarray(True)
 
 
-def _make_rollout(env: Environment, length: int):
-    """``rollout(key, params, kind)``: ``length`` auto-reset steps with per-step contract flags."""
+def _make_rollout(env: Environment, length: int, autoreset: bool = True):
+    """``rollout(key, params, kind)``: ``length`` auto-reset steps with per-step contract
+    flags; without ``autoreset``, no comparison of ``step`` with ``step_env`` and
+    ``reset_env`` (a program half the size, for the float64 comparison)."""
 
     def rollout(key, params, kind):
         k_reset, k_run = jax.random.split(key)
@@ -288,28 +348,32 @@ def _make_rollout(env: Environment, length: int):
             obs_next, state_next, reward, terminated, truncated, info = env.step(
                 k_step, state, action, params
             )
-            k_s, k_r = jax.random.split(k_step)
-            obs_s, state_s, reward_s, term_s, trunc_s, _ = env.step_env(k_s, state, action, params)
-            obs_r, state_r = env.reset_env(k_r, params)
             done = terminated | truncated
-            autoreset = (
-                _all_equal(state_next, _tree_where(done, state_r, state_s))
-                & _all_equal(obs_next, _tree_where(done, obs_r, obs_s))
-                & _all_equal(info["final_observation"], obs_s)
-                & _all_equal((reward, terminated, truncated), (reward_s, term_s, trunc_s))
-            )
             t = t + 1
-            truncation = (~truncated | (t == env.horizon)) & ((t != env.horizon) | done)
+            final_obs = info["final_observation"]
             flags = dict(
-                autoreset=autoreset,
-                truncation=truncation,
+                truncation=(~truncated | (t == env.horizon)) & ((t != env.horizon) | done),
                 finite=_all_finite(
-                    obs_next, state_next, reward, obs_s, info["reward_vector"], info["costs"]
+                    obs_next, state_next, reward, final_obs, info["reward_vector"], info["costs"]
                 ),
-                in_space=obs_space.contains(obs_next) & obs_space.contains(obs_s),
+                in_space=obs_space.contains(obs_next) & obs_space.contains(final_obs),
             )
+            if autoreset:
+                k_s, k_r = jax.random.split(k_step)
+                obs_s, state_s, reward_s, term_s, trunc_s, _ = env.step_env(
+                    k_s, state, action, params
+                )
+                obs_r, state_r = env.reset_env(k_r, params)
+                flags["autoreset"] = (
+                    _all_equal(state_next, _tree_where(done, state_r, state_s))
+                    & _all_equal(obs_next, _tree_where(done, obs_r, obs_s))
+                    & _all_equal(final_obs, obs_s)
+                    & _all_equal((reward, terminated, truncated), (reward_s, term_s, trunc_s))
+                )
             out = dict(
                 reward=reward,
+                objectives=jnp.sum(info["reward_vector"], axis=0),
+                costs=jnp.sum(info["costs"], axis=0),
                 terminated=terminated,
                 truncated=truncated,
                 clipped=jnp.sum(info["action_clipped"]),
@@ -336,7 +400,7 @@ def _check_run(env, params, out, kind, length, fail) -> None:
         ("autoreset", "step differs from step_env + reset_env (auto-reset / final_observation)"),
         ("truncation", f"truncation not exactly at the horizon ({env.horizon} steps)"),
     ):
-        if not np.all(out[flag]):
+        if flag in out and not np.all(out[flag]):
             fail(f"{what} at step {_first_bad(out[flag])} with {kind} actions")
     if length > env.horizon and not np.any(out["terminated"] | out["truncated"]):
         fail(f"no episode ended within {length} steps (horizon {env.horizon})")
@@ -350,7 +414,9 @@ def _check_run(env, params, out, kind, length, fail) -> None:
         fail("info['action_clipped'] never counted the out-of-range actions")
 
 
-def _tree_equal(a, b, exact: bool) -> bool:
+def _tree_equal(a, b, rtol: float = 0.0) -> bool:
+    """Same structure, shapes and values: floats within ``rtol * (1 + |b|)`` (exactly,
+    NaN equal to NaN, when ``rtol`` is 0), integers and booleans exactly."""
     la, lb = jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b)
     if jax.tree_util.tree_structure(a) != jax.tree_util.tree_structure(b):
         return False
@@ -358,9 +424,9 @@ def _tree_equal(a, b, exact: bool) -> bool:
         x, y = np.asarray(x), np.asarray(y)
         if x.shape != y.shape:
             return False
-        if exact or not np.issubdtype(x.dtype, np.inexact):
+        if rtol == 0.0 or not np.issubdtype(x.dtype, np.inexact):
             if not np.array_equal(x, y, equal_nan=np.issubdtype(x.dtype, np.inexact)):
                 return False
-        elif not np.allclose(x, y, rtol=1e-5, atol=1e-6):
+        elif not np.allclose(x, y, rtol=rtol, atol=rtol, equal_nan=True):
             return False
     return True

@@ -27,6 +27,8 @@ def test_check_env_passes_on_a_correct_env():
         (toy_envs.ObsOutOfSpace, "outside the observation space"),
         (toy_envs.LateTruncation, "truncation not exactly at the horizon"),
         (toy_envs.WrongCostShape, r"info\['costs'\] must be"),
+        (toy_envs.BatchMixing, "vmap over 4 envs differs from a Python loop at env 0"),
+        (toy_envs.Float32Only, r"does not run in float64: .*leaf \.level is float32"),
     ],
 )
 def test_check_env_catches_broken_envs(env_class, message):

@@ -132,6 +132,38 @@ class WrongCostShape(Tanks):
         return tr._replace(costs=jnp.concatenate([tr.costs, tr.costs], axis=1))
 
 
+@jax.custom_batching.custom_vmap
+def _total(x):
+    return jnp.sum(x)
+
+
+@_total.def_vmap
+def _total_vmap(axis_size, in_batched, x):
+    """Bug: sums over the batch too, so each environment sees its neighbours' tanks."""
+    return jnp.full((axis_size,), jnp.sum(x), x.dtype), True
+
+
+class BatchMixing(Tanks):
+    """Bug: a hand-written batching rule mixes environments under ``vmap``: the tracking
+    objective rewards the mean level of the tanks of all environments in the batch."""
+
+    def transition(self, key, state, action, params):
+        tr = super().transition(key, state, action, params)
+        mean = _total(tr.state.level) / self.num_agents
+        return tr._replace(
+            reward_vector=tr.reward_vector.at[:, 0].set(-jnp.abs(mean - params.target))
+        )
+
+
+class Float32Only(Tanks):
+    """Bug: the step hard-codes float32, so under ``jax_enable_x64`` the state's dtype
+    changes from reset (float64) to step (float32)."""
+
+    def transition(self, key, state, action, params):
+        tr = super().transition(key, state, action, params)
+        return tr._replace(state=tr.state.replace(level=tr.state.level.astype(jnp.float32)))
+
+
 @struct.dataclass
 class DoorsState:
     time: jax.Array  # () int32

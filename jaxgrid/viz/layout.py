@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+ALL_LABELS_UP_TO = 70  # feeders with more buses label only the ends, junctions and devices
+
 
 def tree_layout(parent: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(x, depth)`` of every bus: depth = branches from the slack (the bus without a
@@ -34,3 +36,32 @@ def tree_layout(parent: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
             depth[child] = depth[bus] + 1
             stack.append((child, False))
     return x, depth
+
+
+def bus_positions(parent: np.ndarray) -> np.ndarray:
+    """``(n_bus, 2)`` drawing coordinates ``(x, -depth)`` of every bus (:func:`tree_layout`):
+    the substation on top, one row per branch below it."""
+    x, depth = tree_layout(parent)
+    return np.stack([x, -depth.astype(float)], axis=1)
+
+
+def device_positions(parent: np.ndarray, devices: dict) -> dict[str, np.ndarray]:
+    """``{kind: (k, 2)}`` drawing coordinates of each device type's ``k`` buses (bus
+    indices, as ``env.device_buses`` gives them): exactly their buses' positions."""
+    xy = bus_positions(parent)
+    return {kind: xy[np.asarray(at, int)] for kind, at in devices.items()}
+
+
+def labelled_buses(parent: np.ndarray, devices: dict | None = None) -> np.ndarray:
+    """Indices of the buses to label: all of them on feeders up to ``ALL_LABELS_UP_TO``
+    buses; on larger ones (case141) only the substation, the junctions, the ends of the
+    laterals and the devices' buses, so that the labels stay readable."""
+    parent = np.asarray(parent)
+    n = len(parent)
+    if n <= ALL_LABELS_UP_TO:
+        return np.arange(n)
+    children = np.bincount(parent[parent >= 0], minlength=n)
+    keep = (parent < 0) | (children != 1)
+    for at in (devices or {}).values():
+        keep[np.asarray(at, int)] = True
+    return np.flatnonzero(keep)

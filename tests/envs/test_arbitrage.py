@@ -7,14 +7,8 @@ import pytest
 
 import jaxgrid
 from jaxgrid.envs.arbitrage import episode_oracle, optimal_schedule, price_threshold
-from jaxgrid.testing import check_env
 
 KEY = jax.random.PRNGKey(0)
-
-
-def test_check_env():
-    env, params = jaxgrid.make("arbitrage-v0")
-    check_env(env, params, num_steps=100, num_envs=16)
 
 
 def replay(env, params, start, powers):

@@ -3,20 +3,12 @@
 import jax
 import jax.numpy as jnp
 import numpy as np
-import pytest
 
 import jaxgrid
 from jaxgrid.devices import battery_step, inverter_output
 from jaxgrid.grid import distflow
-from jaxgrid.testing import check_env
 
 KEY = jax.random.PRNGKey(0)
-
-
-@pytest.mark.parametrize("name", ["ders33-v0", "ders141-v0"])
-def test_check_env(name):
-    env, params = jaxgrid.make(name)
-    check_env(env, params, num_steps=100, num_envs=8)
 
 
 def test_agents_types_and_masks():

@@ -11,16 +11,8 @@ import jaxgrid
 from jaxgrid.envs.gardeners import make_gardeners, read_grid_file
 from jaxgrid.envs.gardeners.actions import HARVEST, act
 from jaxgrid.envs.gardeners.viewer import cell_colours
-from jaxgrid.testing import check_env
 
 KEY = jax.random.PRNGKey(0)
-
-
-@pytest.mark.parametrize("name", ["gardeners-v0", "gardeners-file-v0"])
-def test_check_env(name):
-    # a short horizon: the episode's truncation is seen within the checked steps
-    env, params = jaxgrid.make(name, horizon=20)
-    check_env(env, params, num_steps=30, num_envs=4)
 
 
 def test_random_grid_follows_the_peer_s_init_random():

@@ -13,22 +13,6 @@ from jaxgrid.rewards.equity import hoover, hoover_without_each
 from jaxgrid.testing import check_env
 
 KEY = jax.random.PRNGKey(0)
-VARIANTS = [
-    "smartgrid-v0",
-    "smartgrid-scarce-v0",
-    "smartgrid-generous-v0",
-    "smartgrid-daily-v0",
-    "smartgrid-medium-v0",
-]
-
-
-@pytest.mark.parametrize("name", VARIANTS)
-def test_check_env(name):
-    env, params = jaxgrid.make(name)
-    if name == "smartgrid-medium-v0":  # smartgrid-v0 runs the same 10000-step episode
-        check_env(env, params, num_steps=300, num_envs=4, whole_episode=False)
-    else:
-        check_env(env, params, num_steps=300, num_envs=16)
 
 
 def test_check_env_with_every_objective():

@@ -6,14 +6,8 @@ import numpy as np
 
 import jaxgrid
 from jaxgrid.grid import distflow
-from jaxgrid.testing import check_env
 
 KEY = jax.random.PRNGKey(0)
-
-
-def test_check_env():
-    env, params = jaxgrid.make("smartgrid33-v0", horizon=60)
-    check_env(env, params, num_steps=80, num_envs=8)
 
 
 def test_buildings_draw_through_the_feeder():

@@ -15,18 +15,12 @@ from jaxgrid.testing import check_env
 KEY = jax.random.PRNGKey(0)
 
 
-@pytest.mark.parametrize(
-    "name, solver",
-    [
-        ("voltage33-v0", "distflow"),
-        ("voltage33-v0", "lindistflow"),
-        ("voltage69-v0", "distflow"),
-        ("voltage141-v0", "lindistflow"),
-    ],
-)
-def test_check_env(name, solver):
-    env, params = jaxgrid.make(name, solver=solver)
-    check_env(env, params, num_steps=200, num_envs=8)
+@pytest.mark.parametrize("name", ["voltage33-v0", "voltage141-v0"])
+def test_check_env_with_lindistflow(name):
+    # the registered distflow is checked in test_registered.py; the solver is a params
+    # leaf, so at the same sizes these are its programs, from the compilation cache
+    env, params = jaxgrid.make(name, solver="lindistflow")
+    check_env(env, params)
 
 
 def test_step_solves_the_feeder_with_the_inverter_injections():
