@@ -126,15 +126,22 @@ def _check_vmap_matches_loop(env, params, key, num_steps, num_envs, fail) -> Non
 
 @contextlib.contextmanager
 def _float64():
-    """A block with ``jax_enable_x64`` on, so new floats default to float64."""
+    """A block with ``jax_enable_x64`` on, so new floats default to float64.
+
+    JAX's tracing caches are not keyed on the x64 flag (jax 0.10: an index normalised
+    under float32 is reused as int32 under x64, and ``lax.add`` then meets int32 and
+    int64), so they are cleared on the way in and out.
+    """
     if hasattr(jax, "enable_x64"):
-        with jax.enable_x64(True):
-            yield
+        enable_x64 = functools.partial(jax.enable_x64, True)
     else:  # jax < 0.6
         from jax.experimental import enable_x64
-
+    jax.clear_caches()
+    try:
         with enable_x64():
             yield
+    finally:
+        jax.clear_caches()
 
 
 def _to_float64(leaf):

@@ -215,7 +215,7 @@ class Doors(Environment):
         )
 
     def observe(self, state, params):
-        odd = (state.time % 2).astype(jnp.float32)
+        odd = (state.time % 2).astype(float)  # the default float: float64 under x64
         features = jnp.broadcast_to(jnp.stack([odd, 1.0 - odd]), (self.num_agents, 2))
         return {"observation": features, "action_mask": self._mask(state)}
 
