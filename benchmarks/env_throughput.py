@@ -2,8 +2,9 @@
 
     python benchmarks/env_throughput.py [--quick] [--envs NAME ...] [--out FILE]
 
-Each run steps a batch of environments with ``env.step_batch`` (``vmap(step)`` that
-resets only when an episode ended) in a jitted ``lax.scan``; uniform random actions and
+Each run steps a batch of environments as users write it, ``jax.vmap(env.step)`` (its
+auto-reset computes resets only where an episode ended: :mod:`jaxgrid.masked`), and at
+4096 environments also with ``env.step_batch``, in a jitted ``lax.scan``; uniform random actions and
 step keys are drawn before each timed run, and every observation and reward is consumed
 (summed) so that XLA computes all of them. Feeder environments run with ``lindistflow``
 and with ``distflow``. Median of repeated runs after compilation; compile time apart.
@@ -37,8 +38,11 @@ def _setup_devices() -> None:
         os.environ["XLA_FLAGS"] = f"{flags} --xla_force_host_platform_device_count={n}".strip()
 
 
-def measure(name: str, overrides: dict, num_envs: int, steps: int, repeats: int):
-    """``(env-steps/s, compile s)`` for one environment configuration."""
+def measure(
+    name: str, overrides: dict, num_envs: int, steps: int, repeats: int, batch: bool = False
+):
+    """``(env-steps/s, compile s)`` for one environment configuration, stepped by
+    ``jax.vmap(env.step)`` or, with ``batch``, ``env.step_batch``."""
     import jax
     import jax.numpy as jnp
     import numpy as np
@@ -52,10 +56,12 @@ def measure(name: str, overrides: dict, num_envs: int, steps: int, repeats: int)
     shard = len(devices) > 1 and num_envs % len(devices) == 0
     mesh = Mesh(devices, ("envs",)) if shard else None
 
+    step = env.step_batch if batch else jax.vmap(env.step, in_axes=(0, 0, 0, None))
+
     def run(state, actions, keys):
         def body(state, xs):
             action, key = xs
-            obs, state, reward, *_ = env.step_batch(key, state, action, params)
+            obs, state, reward, *_ = step(key, state, action, params)
             leaves = jax.tree_util.tree_leaves(obs)
             return state, sum(jnp.sum(x.reshape(num_envs, -1), axis=1) for x in leaves) + jnp.sum(
                 reward, axis=1
@@ -116,8 +122,9 @@ def main(argv=None) -> int:
         f"env-steps/s on {jax.devices()[0].device_kind} ({os.cpu_count()} cores, {len(jax.devices())} XLA "
         "devices), median of repeated runs; compile seconds at 4096 environments.",
         "",
-        "| environment | solver | agents | 1 env | 256 envs | 4096 envs | compile s |",
-        "|---|---|---|---|---|---|---|",
+        "| environment | solver | agents | 1 env | 256 envs | 4096 envs | 4096, step_batch "
+        "| compile s |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for name in names:
         solvers = ("lindistflow", "distflow") if name in SOLVER_ENVS else (None,)
@@ -125,10 +132,13 @@ def main(argv=None) -> int:
             overrides = {"solver": solver} if solver else {}
             env, _ = jaxgrid.make(name, **overrides)
             cells, compile_s = [], 0.0
+            repeats = 3 if args.quick else 7
             for num_envs, steps in BATCHES:
                 steps = max(steps // 5, 4) if args.quick else steps
-                rate, compile_s = measure(name, overrides, num_envs, steps, 3 if args.quick else 7)
+                rate, compile_s = measure(name, overrides, num_envs, steps, repeats)
                 cells.append(f"{rate:.3g}")
+            rate, _ = measure(name, overrides, num_envs, steps, repeats, batch=True)
+            cells.append(f"{rate:.3g}")
             line = (
                 f"| {name} | {solver or '-'} | {env.num_agents} | "
                 + " | ".join(cells)

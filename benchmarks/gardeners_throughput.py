@@ -7,7 +7,7 @@ obstacles, 2 agents, partial observation of radius 1, random seed returns, no re
 no metric export), one environment stepped in Python agent by agent with uniform random
 actions drawn beforehand (its warnings about refused actions silenced); a full turn (one
 action per agent) is one env-step. jaxgrid: ``gardeners-v0`` (the same scenario; one step
-is a full turn) timed by ``env_throughput.measure``: ``env.step_batch`` in a jitted
+is a full turn) timed by ``env_throughput.measure``: ``jax.vmap(env.step)`` in a jitted
 ``lax.scan`` at 1, 256 and 4096 environments, actions and keys drawn before each timed
 run, every observation, mask and reward consumed, median of repeated runs after
 compilation, the batch split over one XLA host device per core.

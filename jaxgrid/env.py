@@ -60,6 +60,7 @@ import jax
 import jax.numpy as jnp
 
 from jaxgrid import spaces
+from jaxgrid.masked import masked_apply
 from jaxgrid.rewards.abort import check_abort
 from jaxgrid.rewards.scalarise import cost_penalty, scalarise
 from jaxgrid.types import Array, PRNGKey, PyTree
@@ -270,62 +271,37 @@ class Environment(abc.ABC, Generic[TState, TParams]):
     def step(
         self, key: PRNGKey, state: TState, action: PyTree, params: TParams | None = None
     ) -> tuple[PyTree, TState, Array, Array, Array, dict[str, Any]]:
-        """One step with auto-reset: ``(obs, state, reward, terminated, truncated, info)``."""
+        """One step with auto-reset: ``(obs, state, reward, terminated, truncated, info)``.
+
+        Where the episode ended (``terminated | truncated``), ``obs`` and ``state`` are a
+        new episode's, drawn from ``key``, and ``info["final_observation"]`` is the last
+        observation of the ended one. The reset is computed only where an episode ended,
+        also under ``jax.vmap(env.step)`` (:func:`~jaxgrid.masked.masked_apply`).
+        """
         if params is None:
             params = self.default_params()
         key_step, key_reset = jax.random.split(key)
         obs_step, state_step, reward, terminated, truncated, info = self.step_env(
             key_step, state, action, params
         )
-        obs_reset, state_reset = self.reset_env(key_reset, params)
+        obs_reset, state_reset = jax.eval_shape(self.reset_env, key_reset, params)
         _check_same_layout(self.name, "state", state_reset, state_step)
         _check_same_layout(self.name, "observation", obs_reset, obs_step)
-        done = terminated | truncated
-
-        def select(reset_leaf, step_leaf):
-            return jax.lax.select(jnp.broadcast_to(done, reset_leaf.shape), reset_leaf, step_leaf)
-
-        state = jax.tree_util.tree_map(select, state_reset, state_step)
-        obs = jax.tree_util.tree_map(select, obs_reset, obs_step)
+        obs, state = masked_apply(
+            self.reset_env, terminated | truncated, (obs_step, state_step), key_reset, params
+        )
         info["final_observation"] = obs_step
         return obs, state, reward, terminated, truncated, info
 
     def step_batch(
         self, keys: PRNGKey, states: TState, actions: PyTree, params: TParams | None = None
     ) -> tuple[PyTree, TState, Array, Array, Array, dict[str, Any]]:
-        """``jax.vmap(env.step)`` over a batch (leading axis), resetting only when needed.
-
-        Returns exactly what ``vmap(step)`` returns for the same keys, but computes the
-        resets only when some environment of the batch ended this step (a ``lax.cond``
-        on the whole batch), instead of computing a reset for every environment at every
-        step. For long episodes (``smartgrid-v0``: 10000 steps) this saves the reset's
-        cost almost always; ``params`` are shared by the batch.
-        """
+        """``jax.vmap(env.step)`` over a batch (leading axis) with shared ``params``: the same
+        program, kept for code written against it (resets cost only where episodes ended
+        either way)."""
         if params is None:
             params = self.default_params()
-        key_step, key_reset = jax.vmap(jax.random.split, out_axes=1)(keys)
-        step = jax.vmap(self.step_env, in_axes=(0, 0, 0, None))
-        obs_step, state_step, reward, terminated, truncated, info = step(
-            key_step, states, actions, params
-        )
-        done = terminated | truncated
-
-        def with_resets():
-            obs_reset, state_reset = jax.vmap(self.reset_env, in_axes=(0, None))(key_reset, params)
-            _check_same_layout(self.name, "state", state_reset, state_step)
-
-            def select(reset_leaf, step_leaf):
-                mask = done.reshape(done.shape + (1,) * (reset_leaf.ndim - 1))
-                return jnp.where(mask, reset_leaf, step_leaf)
-
-            return (
-                jax.tree_util.tree_map(select, obs_reset, obs_step),
-                jax.tree_util.tree_map(select, state_reset, state_step),
-            )
-
-        obs, state = jax.lax.cond(jnp.any(done), with_resets, lambda: (obs_step, state_step))
-        info["final_observation"] = obs_step
-        return obs, state, reward, terminated, truncated, info
+        return jax.vmap(self.step, in_axes=(0, 0, 0, None))(keys, states, actions, params)
 
     def failure_penalty(self, state: TState, params: TParams) -> Array:
         """``()`` reward lost, per agent, when the step from ``state`` fails:

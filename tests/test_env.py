@@ -1,11 +1,14 @@
 """The environment contract: auto-reset, sanitising, scalarisation, and check_env itself."""
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 import toy_envs
 
+from jaxgrid.masked import SPARSE_DIVISOR
 from jaxgrid.rewards import Scalarisation, scalarise
 from jaxgrid.testing import check_env
 
@@ -170,22 +173,77 @@ def test_world_state_defaults_to_all_observations():
     np.testing.assert_array_equal(env.world_state(state, params), obs.ravel())
 
 
-def test_step_batch_equals_vmapped_step():
-    env = toy_envs.Tanks(num_agents=2, horizon=3)
+class CountedResets(toy_envs.Tanks):
+    """Tanks that count the environments each reset computes (one key is 2 numbers)."""
+
+    def __init__(self, counts: list, **kwargs):
+        super().__init__(**kwargs)
+        self.counts = counts
+
+    def reset_env(self, key, params):
+        jax.debug.callback(lambda k: self.counts.append(np.size(k) // 2), key)
+        return super().reset_env(key, params)
+
+
+def select_step(env, key, state, action, params):
+    """The auto-reset as gymnax and JaxMARL write it: a reset every step, then a select."""
+    k_step, k_reset = jax.random.split(key)
+    obs, state, reward, terminated, truncated, info = env.step_env(k_step, state, action, params)
+    obs_reset, state_reset = env.reset_env(k_reset, params)
+    done = terminated | truncated
+    info = info | {"final_observation": obs}
+    obs, state = jax.tree_util.tree_map(
+        lambda r, s: jnp.where(done, r, s), (obs_reset, state_reset), (obs, state)
+    )
+    return obs, state, reward, terminated, truncated, info
+
+
+@pytest.mark.parametrize("stagger", [False, True])
+def test_vmapped_step_resets_only_where_episodes_ended(stagger):
+    counts = []
+    env = CountedResets(counts, num_agents=2, horizon=3)
     params = env.default_params()
-    keys = jax.random.split(KEY, 5)
-    _, states = jax.vmap(env.reset, in_axes=(0, None))(keys, params)
-    batch = jax.jit(env.step_batch)
-    vmapped = jax.jit(jax.vmap(env.step, in_axes=(0, 0, 0, None)))
-    for t in range(7):  # episodes end at t = 2 and 5
-        keys = jax.random.split(jax.random.fold_in(KEY, t), 5)
-        actions = jax.random.uniform(keys[0], (5, 2, 1), minval=-0.3, maxval=0.3)
-        a = batch(keys, states, actions, params)
-        b = vmapped(keys, states, actions, params)
-        for x, y in zip(jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b), strict=True):
+    n = 64
+    _, states = jax.vmap(env.reset, in_axes=(0, None))(jax.random.split(KEY, n), params)
+    if stagger:  # one episode ends each step (three cycle), the others run on
+        states = states.replace(time=jnp.where(jnp.arange(n) < 3, jnp.arange(n), -100))
+    jax.block_until_ready(states)
+    counts.clear()
+    ours = jax.jit(jax.vmap(env.step, in_axes=(0, 0, 0, None)))
+    plain = jax.jit(jax.vmap(functools.partial(select_step, env), in_axes=(0, 0, 0, None)))
+    ended = 0
+    for t in range(7):
+        keys = jax.random.split(jax.random.fold_in(KEY, t), n)
+        actions = jax.random.uniform(keys[0], (n, 2, 1), minval=-0.3, maxval=0.3)
+        a = jax.block_until_ready(ours(keys, states, actions, params))
+        ended += int(jnp.sum(a[3] | a[4]))
+        b = plain(keys, states, actions, params)
+        for x, y in zip(jax.tree_util.tree_leaves(a[:5]), jax.tree_util.tree_leaves(b[:5])):
             np.testing.assert_array_equal(x, y)
         states = a[1]
-    assert int(states.time[0]) == 1  # reset after the second episode, then one step
+    computed = sum(counts) - 7 * n  # the plain select computed n resets a step
+    if stagger:  # a gathered round of n // 16 slots a step, not n resets
+        assert ended == 7 and computed == 7 * (n // SPARSE_DIVISOR)
+    else:  # every episode ends at t = 2 and 5
+        assert computed == ended == 2 * n
+
+
+def test_gradients_flow_through_the_auto_reset():
+    env = toy_envs.Tanks(num_agents=2, horizon=3)
+    params = env.default_params()
+    keys = jax.random.split(KEY, 4)
+    _, states = jax.vmap(env.reset, in_axes=(0, None))(keys, params)
+    states = states.replace(time=jnp.array([0, 2, 2, 1]))  # two episodes end this step
+
+    def total(step, action):
+        obs, _, reward, *_ = jax.vmap(step, in_axes=(0, 0, 0, None))(keys, states, action, params)
+        return jnp.sum(reward) + jnp.sum(obs**2)
+
+    action = jnp.full((4, 2, 1), 0.2)
+    got = jax.grad(functools.partial(total, env.step))(action)
+    want = jax.grad(functools.partial(total, functools.partial(select_step, env)))(action)
+    assert bool(jnp.any(got != 0))
+    np.testing.assert_allclose(got, want, rtol=1e-6)
 
 
 def test_random_baseline_keeps_to_the_action_mask():

@@ -70,3 +70,18 @@ def test_nested_and_feeder_batches():
     assert_same(jax.tree_util.tree_map(lambda x: x[0], out), reference)
     flipped = jax.tree_util.tree_map(lambda x: x[::-1], reference)
     assert_same(jax.tree_util.tree_map(lambda x: x[1], out), flipped)
+
+
+def test_gradients_are_those_of_the_chosen_solver():
+    feeder = case33bw()
+    solvable = np.asarray(LOADS) != 5.0  # a collapse has no voltages to differentiate
+    p, q = (x[solvable] for x in loads(feeder))
+
+    def total_voltage(solve, scale):
+        result = jax.vmap(lambda a, b: solve(feeder, a * scale, b * scale))(p, q)
+        return jnp.sum(result.vm_pu)
+
+    got = jax.grad(total_voltage, argnums=1)(distflow_with_fallback, 1.0)
+    want = jax.grad(total_voltage, argnums=1)(expected, 1.0)
+    assert np.isfinite(got) and float(want) < 0  # more load, lower voltages
+    np.testing.assert_allclose(got, want, rtol=1e-4)

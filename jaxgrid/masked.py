@@ -1,0 +1,158 @@
+"""``fn(*args)`` where a mask is set, else a given value, computed only where it is set.
+
+The auto-reset of :meth:`~jaxgrid.env.Environment.step` needs this: a step returns the
+reset ``(obs, state)`` where the episode ended and the stepped ones elsewhere. Written as
+``jnp.where(done, reset(key), stepped)`` (as gymnax and JaxMARL do), ``jax.vmap(env.step)``
+computes a reset for every environment at every step, and so does a per-element
+``lax.cond``, which ``vmap`` turns into a select of both branches. Environments whose
+reset draws a random grid (``gardeners-v0``) or solves a power flow (feeder environments)
+then spend most of their step resetting (``gardeners-v0`` at 4096 envs: 4.8e4 env-steps/s
+under ``vmap(env.step)`` against 1.6e6 where the reset was skipped).
+
+:func:`masked_apply` therefore carries its own batching rule
+(``jax.custom_batching.custom_vmap``): a batch computes ``fn`` for none of its elements
+when no mask is set (most steps of an episode), and otherwise gathers the masked ones a
+round of ``capacity`` at a time (``n // 16`` of a batch of ``n`` by default), computes
+``fn`` on the round and scatters it back, until none is left: at most ``n / capacity``
+rounds, where the whole batch ended. Measured on this 2-core CPU (``python
+benchmarks/env_throughput.py --quick``, 4096 envs), against a variant that computed all
+``n`` at once when more than a round was pending: the same throughput or better, and
+compile times 0.8-2.2 s shorter, since ``fn`` is traced once. The rounds sit behind a
+``lax.cond`` on whether any mask is set; unbatched it is a ``lax.cond``. Nested ``vmap``
+(seeds times environments) is merged into one batch first, so the rule holds at every
+depth. Differentiable: forward and reverse mode go through a ``custom_jvp`` whose
+tangent is the select of ``fn``'s tangent and the given value's, so a gradient costs
+``fn`` everywhere, as the plain select would.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+from jax.custom_batching import custom_vmap
+
+PyTree = Any
+
+SPARSE_DIVISOR = 16  # by default a round takes n // 16 elements of a batch of n (at least 1)
+
+
+def masked_apply(
+    fn: Callable[..., PyTree], mask, otherwise: PyTree, *args, capacity: int | None = None
+) -> PyTree:
+    """``fn(*args)`` where the scalar ``mask`` is True, else ``otherwise``.
+
+    ``fn(*args)`` must have the structure, shapes and dtypes of ``otherwise``. Under
+    ``jax.vmap`` (any depth) ``fn`` runs only for the elements whose mask is set, in
+    rounds of ``capacity`` elements (default: a batch of ``n`` takes ``n //
+    SPARSE_DIVISOR``, at least 1; never more than ``n``); the result is the same as
+    ``jnp.where(mask, fn(*args), otherwise)``.
+    """
+
+    @jax.custom_jvp
+    def apply(mask, otherwise, *args):
+        return _one(fn, capacity)(mask, otherwise, *args)
+
+    @apply.defjvp
+    def apply_jvp(primals, tangents):
+        mask, otherwise, *args = primals
+        _, d_otherwise, *d_args = tangents
+        out = apply(mask, otherwise, *args)
+        _, d_new = jax.jvp(fn, tuple(args), tuple(d_args))
+        d_out = jax.tree_util.tree_map(
+            lambda new, old: new if new.dtype == jax.dtypes.float0 else jnp.where(mask, new, old),
+            d_new,
+            d_otherwise,
+        )
+        return out, d_out
+
+    return apply(jnp.asarray(mask, bool), otherwise, *args)
+
+
+def _one(fn, capacity):
+    """``apply(mask, otherwise, *args)`` for one element; its ``vmap`` goes to :func:`_many`."""
+
+    @custom_vmap
+    def apply(mask, otherwise, *args):
+        return jax.lax.cond(mask, lambda: fn(*args), lambda: otherwise)
+
+    @apply.def_vmap
+    def batched(axis_size, in_batched, mask, otherwise, *args):
+        mask_b, otherwise_b, *args_b = in_batched
+        mask = _broadcast(mask, mask_b, axis_size)
+        otherwise = jax.tree_util.tree_map(
+            lambda leaf, b: _broadcast(leaf, b, axis_size), otherwise, otherwise_b
+        )
+        out = _many(fn, capacity, tuple(args_b))(mask, otherwise, *args)
+        return out, jax.tree_util.tree_map(lambda _: True, out)
+
+    return apply
+
+
+def _many(fn, capacity, args_batched: tuple):
+    """``apply(mask (n,), otherwise (n, ...), *args)``: the elements' results, where the
+    leaves of ``args`` flagged in ``args_batched`` have the batch axis first and the others
+    are shared; a further ``vmap`` merges its axis into this one."""
+    in_axes = jax.tree_util.tree_map(lambda b: 0 if b else None, args_batched)
+
+    @custom_vmap
+    def apply(mask, otherwise, *args):
+        n = mask.shape[0]
+        size = min(n, capacity or max(1, n // SPARSE_DIVISOR))
+
+        def some(state):
+            pending, result = state
+            (index,) = jnp.nonzero(pending, size=size, fill_value=n)
+            picked = jax.tree_util.tree_map(
+                lambda leaf, b: jnp.take(leaf, index, axis=0, mode="clip") if b else leaf,
+                args,
+                args_batched,
+            )
+            new = jax.vmap(fn, in_axes=in_axes)(*picked)
+            result = jax.tree_util.tree_map(
+                lambda old, v: old.at[index].set(v, mode="drop"), result, new
+            )
+            return pending.at[index].set(False, mode="drop"), result
+
+        _, result = jax.lax.cond(
+            jnp.any(mask),
+            lambda s: jax.lax.while_loop(lambda s: jnp.any(s[0]), some, s),
+            lambda s: s,
+            (mask, otherwise),
+        )
+        return result
+
+    @apply.def_vmap
+    def merged(axis_size, in_batched, mask, otherwise, *args):
+        mask_b, otherwise_b, *args_b = in_batched
+        n = mask.shape[-1]
+
+        def flat(leaf, outer):  # (m, n, ...) or an unbatched (n, ...) -> (m * n, ...)
+            leaf = _broadcast(leaf, outer, axis_size)
+            return leaf.reshape((axis_size * n,) + leaf.shape[2:])
+
+        mask = flat(mask, mask_b)
+        otherwise = jax.tree_util.tree_map(flat, otherwise, otherwise_b)
+
+        def flat_arg(leaf, outer, inner):
+            if inner:
+                return flat(leaf, outer)
+            if outer:  # one value per outer element, shared by its n inner ones
+                return jnp.repeat(leaf, n, axis=0)
+            return leaf
+
+        args = jax.tree_util.tree_map(flat_arg, tuple(args), tuple(args_b), args_batched)
+        merged_b = jax.tree_util.tree_map(lambda o, i: o or i, tuple(args_b), args_batched)
+        out = _many(fn, capacity, merged_b)(mask, otherwise, *args)
+        out = jax.tree_util.tree_map(lambda x: x.reshape((axis_size, n) + x.shape[1:]), out)
+        return out, jax.tree_util.tree_map(lambda _: True, out)
+
+    return apply
+
+
+def _broadcast(leaf, batched: bool, axis_size: int):
+    """``leaf`` with a leading batch axis of ``axis_size`` (added when it has none)."""
+    leaf = jnp.asarray(leaf)
+    return leaf if batched else jnp.broadcast_to(leaf, (axis_size,) + leaf.shape)

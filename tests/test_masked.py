@@ -1,0 +1,120 @@
+"""masked_apply: the value of ``jnp.where(mask, fn(*args), otherwise)``, with ``fn``
+computed only for the masked elements of a batch, at any vmap depth."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxgrid.masked import SPARSE_DIVISOR, masked_apply
+
+KEY = jax.random.PRNGKey(0)
+
+
+def fn(x, scale):
+    """A pytree out of a pytree in: what a reset returns."""
+    return {"a": jnp.sin(x["a"]) * scale, "t": x["t"] + 1}
+
+
+def reference(mask, otherwise, x, scale):
+    new = fn(x, scale)
+    return jax.tree_util.tree_map(
+        lambda n, o: jnp.where(mask.reshape(mask.shape + (1,) * (n.ndim - mask.ndim)), n, o),
+        new,
+        otherwise,
+    )
+
+
+def batch(n, *lead):
+    k1, k2, k3 = jax.random.split(jax.random.fold_in(KEY, n), 3)
+    x = {"a": jax.random.normal(k1, (*lead, n, 3)), "t": jnp.arange(n * int(np.prod(lead or [1])))}
+    x["t"] = x["t"].reshape(*lead, n)
+    otherwise = {"a": jax.random.normal(k2, (*lead, n, 3)), "t": -jnp.ones((*lead, n), jnp.int32)}
+    return x, otherwise, k3
+
+
+@pytest.mark.parametrize("n_set", [0, 1, 3, 40, 64])
+def test_vmap_equals_the_select(n_set):
+    n = 64  # capacity 4: 0, 1, 3 masked take no or the gathered branch, 40 and 64 all
+    x, otherwise, k = batch(n)
+    mask = jnp.zeros(n, bool).at[jax.random.permutation(k, n)[:n_set]].set(True)
+    got = jax.jit(jax.vmap(lambda m, o, x: masked_apply(fn, m, o, x, 2.0)))(mask, otherwise, x)
+    want = reference(mask, otherwise, x, 2.0)
+    jax.tree_util.tree_map(np.testing.assert_allclose, got, want)
+
+
+def test_unbatched_is_a_cond():
+    x, otherwise, _ = batch(1)
+    x, otherwise = jax.tree_util.tree_map(lambda v: v[0], (x, otherwise))
+    for mask in (True, False):
+        got = jax.jit(lambda m: masked_apply(fn, m, otherwise, x, 2.0))(mask)
+        jax.tree_util.tree_map(np.testing.assert_allclose, got, fn(x, 2.0) if mask else otherwise)
+
+
+@pytest.mark.parametrize("scale_axes", ["shared", "outer", "inner"])
+def test_nested_vmap_equals_the_select(scale_axes):
+    m, n = 3, 32
+    x, otherwise, k = batch(n, m)
+    mask = jax.random.bernoulli(k, 0.05, (m, n)).at[2].set(True)  # few, and a full row
+    scale = {
+        "shared": jnp.asarray(2.0),
+        "outer": jnp.array([1.0, 2.0, 3.0]),
+        "inner": jnp.linspace(1.0, 2.0, n),
+    }[scale_axes]
+    inner_axis = 0 if scale_axes == "inner" else None
+    outer_axis = 0 if scale_axes == "outer" else None
+    apply = jax.vmap(
+        jax.vmap(
+            lambda m_, o, x_, s: masked_apply(fn, m_, o, x_, s), in_axes=(0, 0, 0, inner_axis)
+        ),
+        in_axes=(0, 0, 0, outer_axis),
+    )
+    got = jax.jit(apply)(mask, otherwise, x, scale)
+    s = scale if scale_axes == "shared" else scale[:, None, None]
+    s = s[None, :, 0] if scale_axes == "inner" else s
+    want = reference(mask, otherwise, x, s)
+    jax.tree_util.tree_map(np.testing.assert_allclose, got, want)
+
+
+def count_calls(n, mask, *, nested=False):
+    """How many elements ``fn`` was computed for (jax.debug.callback runs once per element)."""
+    calls = []
+
+    def counted(x, scale):  # under vmap the callback sees a batch (k, 3) or one row (3,)
+        jax.debug.callback(lambda a: calls.append(np.size(a) // 3), x["a"])
+        return fn(x, scale)
+
+    x, otherwise, _ = batch(n)
+    apply = jax.vmap(lambda m, o, x: masked_apply(counted, m, o, x, 2.0))
+    if nested:
+        apply = jax.vmap(apply)
+        mask, otherwise, x = jax.tree_util.tree_map(lambda v: v[None], (mask, otherwise, x))
+    jax.block_until_ready(jax.jit(apply)(mask, otherwise, x))
+    return sum(calls)
+
+
+def test_fn_runs_only_where_needed():
+    n = 64
+    capacity = n // SPARSE_DIVISOR
+    none, few, many = jnp.zeros(n, bool), jnp.zeros(n, bool).at[5].set(True), jnp.ones(n, bool)
+    assert count_calls(n, none) == 0
+    assert count_calls(n, few) == capacity  # one gathered round, padded
+    assert count_calls(n, many) == n
+    assert count_calls(n, few, nested=True) == capacity  # the outer axis merged, not a select
+
+
+def test_gradient_is_the_selects():
+    x, otherwise, k = batch(16)
+    mask = jax.random.bernoulli(k, 0.5, (16,))
+
+    def loss(f, scale, otherwise_a):
+        o = {"a": otherwise_a, "t": otherwise["t"]}
+        out = jax.vmap(f, in_axes=(0, 0, 0, None))(mask, o, x, scale)
+        return jnp.sum(out["a"] ** 2)
+
+    ours = jax.grad(loss, argnums=(1, 2))(
+        lambda m, o, x_, s: masked_apply(fn, m, o, x_, s), 2.0, otherwise["a"]
+    )
+    want = jax.grad(loss, argnums=(1, 2))(reference, 2.0, otherwise["a"])
+    assert float(jnp.abs(want[0])) > 0 and bool(jnp.any(want[1] != 0))
+    jax.tree_util.tree_map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-6), ours, want)
