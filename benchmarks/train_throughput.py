@@ -1,6 +1,7 @@
 """End-to-end training throughput of the bundled PPO and IPPO: env-steps/s per env.
 
     python benchmarks/train_throughput.py [--quick] [--devices N] [--out FILE]
+        [--compute-dtypes float32 bfloat16]
 
 Each case compiles ``run_updates`` (rollout, GAE, minibatch updates: the whole training
 loop) for a fixed number of updates, runs it once to compile, then times repeated calls;
@@ -147,6 +148,10 @@ def main(argv=None) -> int:
     parser.add_argument("--devices", type=int, default=1, help="XLA host devices (CPU)")
     parser.add_argument("--envs", nargs="*", help="only these environments")
     parser.add_argument("--out", help="also write the table to this markdown file")
+    parser.add_argument(
+        "--compute-dtypes", nargs="+", default=["float32"], choices=["float32", "bfloat16"],
+        help="the networks' compute dtypes to time (PPOConfig.compute_dtype), each case in each",
+    )  # fmt: skip
     args = parser.parse_args(argv)
     _setup_devices(args.devices)
     import jax
@@ -154,20 +159,25 @@ def main(argv=None) -> int:
     updates, repeats = (2, 3) if args.quick else (4, 7)
     lines = [
         f"Training env-steps/s on {jax.devices()[0].platform} ({os.cpu_count()} cores, "
-        f"{len(jax.devices())} XLA device(s)), float32, median of {repeats} runs of {updates} "
-        "updates after compilation.",
+        f"{len(jax.devices())} XLA device(s)), median of {repeats} runs of {updates} "
+        "updates after compilation; compute: the networks' products and activations "
+        "(parameters, optimiser and losses float32); the matmul bound is float32's.",
         "",
-        "| algo | env | agents | case | network | envs x steps | epochs x minibatches "
+        "| algo | env | agents | case | network | compute | envs x steps | epochs x minibatches "
         "| rows per gradient pass | env-steps/s | agent-steps/s | goal | matmul bound "
         "| compile s |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     print("\n".join(lines), flush=True)
-    for label, env_name, env_kwargs, algo, fields, reference, factor in CASES:
-        if args.envs and env_name not in args.envs:
-            continue
+    cases = [
+        (*case, dtype)
+        for case in CASES
+        for dtype in args.compute_dtypes
+        if not args.envs or case[1] in args.envs
+    ]
+    for label, env_name, env_kwargs, algo, fields, reference, factor, dtype in cases:
         rate, compile_s, agents, ppo, bound = measure(
-            env_name, env_kwargs, algo, fields, updates, repeats
+            env_name, env_kwargs, algo, dict(fields, compute_dtype=dtype), updates, repeats
         )
         if reference is not None:
             goal = f">= {factor * reference:.3g} ({factor:g}x PowerZooJax {reference:.3g})"
@@ -178,7 +188,7 @@ def main(argv=None) -> int:
         torso = " shared" if ppo.shared_torso else ""
         network = f"{'-'.join(map(str, ppo.hidden))}{torso} tanh, {ppo.distribution}"
         row = (
-            f"| {algo} | {env_name} | {agents} | {label} | {network} | "
+            f"| {algo} | {env_name} | {agents} | {label} | {network} | {dtype} | "
             f"{ppo.num_envs} x {ppo.num_steps} | {ppo.update_epochs} x {ppo.num_minibatches} | "
             f"{pass_rows(ppo, agents if algo == 'ippo' else 1)} | {rate:.3g} | "
             f"{rate * agents:.3g} | {goal} | {bound:.3g} | {compile_s:.1f} |"

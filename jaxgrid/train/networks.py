@@ -7,6 +7,10 @@ learned bias on the first hidden layer, so that a shared network can still tell 
 apart (IPPO). That bias is exactly what appending a one-hot agent index to the
 observation would add, without multiplying the zeros of the one-hot. A single agent
 (PPO) is the case ``n_agents = 1``.
+
+Mixed precision: with ``compute_dtype="bfloat16"`` the layers' products and activations
+run in bfloat16 while the parameters stay float32 (so the optimiser's state and updates
+do), and the outputs come back in the observation's dtype, so losses are float32.
 """
 
 from __future__ import annotations
@@ -22,17 +26,24 @@ ORTHOGONAL = nn.initializers.orthogonal(np.sqrt(2))
 
 class MLP(nn.Module):
     """Dense layers with tanh and orthogonal initialisation; ``n_ids > 0`` adds a learned
-    ``(n_ids, width)`` bias to the first layer, one row per agent (second-last axis)."""
+    ``(n_ids, width)`` bias to the first layer, one row per agent (second-last axis).
+    Products and activations in ``dtype`` (``None``: the input's), parameters in the
+    input's dtype."""
 
     hidden: Sequence[int]
     n_ids: int = 0
+    dtype: str | None = None
 
     @nn.compact
     def __call__(self, x):
+        param_dtype = x.dtype
         for i, width in enumerate(self.hidden):
-            x = nn.Dense(width, kernel_init=ORTHOGONAL)(x)
+            x = nn.Dense(width, kernel_init=ORTHOGONAL, dtype=self.dtype, param_dtype=param_dtype)(
+                x
+            )
             if i == 0 and self.n_ids:
-                x = x + self.param("agent_bias", ORTHOGONAL, (self.n_ids, width), x.dtype)
+                bias = self.param("agent_bias", ORTHOGONAL, (self.n_ids, width), param_dtype)
+                x = x + bias.astype(x.dtype)
             x = nn.tanh(x)
         return x
 
@@ -46,14 +57,23 @@ class TypeNetwork(nn.Module):
     n_out: int
     n_ids: int = 0
     shared_torso: bool = False
+    dtype: str | None = None
 
     @nn.compact
     def __call__(self, x):
-        actor = MLP(self.hidden, self.n_ids)(x)
-        out = nn.Dense(self.n_out, kernel_init=nn.initializers.orthogonal(0.01))(actor)
-        critic = actor if self.shared_torso else MLP(self.hidden, self.n_ids)(x)
-        value = nn.Dense(1, kernel_init=nn.initializers.orthogonal(1.0))(critic)[..., 0]
-        return out, value
+        def head(n, scale):
+            return nn.Dense(
+                n,
+                kernel_init=nn.initializers.orthogonal(scale),
+                dtype=self.dtype,
+                param_dtype=x.dtype,
+            )
+
+        actor = MLP(self.hidden, self.n_ids, self.dtype)(x)
+        out = head(self.n_out, 0.01)(actor)
+        critic = actor if self.shared_torso else MLP(self.hidden, self.n_ids, self.dtype)(x)
+        value = head(1, 1.0)(critic)[..., 0]
+        return out.astype(x.dtype), value.astype(x.dtype)
 
 
 class ActorCritic(nn.Module):
@@ -65,6 +85,8 @@ class ActorCritic(nn.Module):
         hidden: hidden layer widths.
         agent_ids: give each agent of a type its own first-layer bias.
         shared_torso: actor and critic heads on one MLP per type.
+        compute_dtype: dtype of the products and activations ("float32", "bfloat16");
+            ``None`` computes in the observation's dtype.
     """
 
     agent_type: tuple[int, ...]
@@ -72,6 +94,7 @@ class ActorCritic(nn.Module):
     hidden: Sequence[int] = (64, 64)
     agent_ids: bool = True
     shared_torso: bool = False
+    compute_dtype: str | None = None
 
     @nn.compact
     def __call__(self, obs):
@@ -81,7 +104,12 @@ class ActorCritic(nn.Module):
             members = np.flatnonzero(types == t)
             n_ids = len(members) if self.agent_ids and len(members) > 1 else 0
             out, value = TypeNetwork(
-                self.hidden, self.n_out, n_ids, self.shared_torso, name=f"type_{t}"
+                self.hidden,
+                self.n_out,
+                n_ids,
+                self.shared_torso,
+                self.compute_dtype,
+                name=f"type_{t}",
             )(_take_agents(obs, members))
             outs.append(out)
             values.append(value)

@@ -71,6 +71,9 @@ class PPOConfig:
     anneal_lr: bool = True
     hidden: tuple[int, ...] = (64, 64)
     shared_torso: bool = False  # actor and critic heads on one MLP (PowerZooJax's IPPO)
+    # the networks' products and activations: "float32", or "bfloat16" (mixed precision:
+    # parameters, optimiser state and losses stay float32)
+    compute_dtype: str = "float32"
     distribution: str = "beta"  # or "gaussian" for Box actions
     log_std_init: float = 0.0  # the Gaussian's initial log standard deviation (half-ranges)
     normalize_obs: bool = True
@@ -102,6 +105,10 @@ class PPOConfig:
             raise ValueError(f"microbatch_rows must be >= 1 or None, got {self.microbatch_rows}")
         if not 0.0 <= self.team_spirit <= 1.0:
             raise ValueError(f"team_spirit must be in [0, 1], got {self.team_spirit}")
+        if self.compute_dtype not in ("float32", "bfloat16"):
+            raise ValueError(
+                f"compute_dtype must be 'float32' or 'bfloat16', got {self.compute_dtype!r}"
+            )
         if self.distribution not in ("beta", "gaussian"):
             raise ValueError(
                 f"distribution must be 'beta' or 'gaussian', got {self.distribution!r}"
@@ -203,6 +210,7 @@ def make_train(
         hidden=config.hidden,
         agent_ids=config.agent_ids,
         shared_torso=config.shared_torso,
+        compute_dtype=None if config.compute_dtype == "float32" else config.compute_dtype,
     )
     n_updates = config.num_updates
     minibatch = config.num_envs * config.num_steps // config.num_minibatches
