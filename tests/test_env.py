@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 import toy_envs
 
-from jaxgrid.masked import SPARSE_DIVISOR
 from jaxgrid.rewards import Scalarisation, scalarise
 from jaxgrid.testing import check_env
 
@@ -198,15 +197,15 @@ def select_step(env, key, state, action, params):
     return obs, state, reward, terminated, truncated, info
 
 
-@pytest.mark.parametrize("stagger", [False, True])
-def test_vmapped_step_resets_only_where_episodes_ended(stagger):
+@pytest.mark.parametrize("ends", ["together", "never"])
+def test_vmapped_step_resets_only_when_episodes_ended(ends):
     counts = []
     env = CountedResets(counts, num_agents=2, horizon=3)
     params = env.default_params()
     n = 64
     _, states = jax.vmap(env.reset, in_axes=(0, None))(jax.random.split(KEY, n), params)
-    if stagger:  # one episode ends each step (three cycle), the others run on
-        states = states.replace(time=jnp.where(jnp.arange(n) < 3, jnp.arange(n), -100))
+    if ends == "never":  # no episode ends in these 7 steps
+        states = states.replace(time=jnp.full(n, -100))
     jax.block_until_ready(states)
     counts.clear()
     ours = jax.jit(jax.vmap(env.step, in_axes=(0, 0, 0, None)))
@@ -222,9 +221,9 @@ def test_vmapped_step_resets_only_where_episodes_ended(stagger):
             np.testing.assert_array_equal(x, y)
         states = a[1]
     computed = sum(counts) - 7 * n  # the plain select computed n resets a step
-    if stagger:  # a gathered round of n // 16 slots a step, not n resets
-        assert ended == 7 and computed == 7 * (n // SPARSE_DIVISOR)
-    else:  # every episode ends at t = 2 and 5
+    if ends == "never":
+        assert computed == ended == 0
+    else:  # every episode ends at t = 2 and 5: two steps of resets, not seven
         assert computed == ended == 2 * n
 
 

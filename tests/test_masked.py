@@ -6,7 +6,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxgrid.masked import SPARSE_DIVISOR, masked_apply
+from jaxgrid.masked import masked_apply
 
 KEY = jax.random.PRNGKey(0)
 
@@ -33,12 +33,14 @@ def batch(n, *lead):
     return x, otherwise, k3
 
 
+@pytest.mark.parametrize("capacity", [None, 4])
 @pytest.mark.parametrize("n_set", [0, 1, 3, 40, 64])
-def test_vmap_equals_the_select(n_set):
-    n = 64  # capacity 4: 0, 1, 3 masked take no or the gathered branch, 40 and 64 all
+def test_vmap_equals_the_select(n_set, capacity):
+    n = 64
     x, otherwise, k = batch(n)
     mask = jnp.zeros(n, bool).at[jax.random.permutation(k, n)[:n_set]].set(True)
-    got = jax.jit(jax.vmap(lambda m, o, x: masked_apply(fn, m, o, x, 2.0)))(mask, otherwise, x)
+    apply = jax.vmap(lambda m, o, x: masked_apply(fn, m, o, x, 2.0, capacity=capacity))
+    got = jax.jit(apply)(mask, otherwise, x)
     want = reference(mask, otherwise, x, 2.0)
     jax.tree_util.tree_map(np.testing.assert_allclose, got, want)
 
@@ -51,8 +53,9 @@ def test_unbatched_is_a_cond():
         jax.tree_util.tree_map(np.testing.assert_allclose, got, fn(x, 2.0) if mask else otherwise)
 
 
+@pytest.mark.parametrize("capacity", [None, 4])
 @pytest.mark.parametrize("scale_axes", ["shared", "outer", "inner"])
-def test_nested_vmap_equals_the_select(scale_axes):
+def test_nested_vmap_equals_the_select(scale_axes, capacity):
     m, n = 3, 32
     x, otherwise, k = batch(n, m)
     mask = jax.random.bernoulli(k, 0.05, (m, n)).at[2].set(True)  # few, and a full row
@@ -76,7 +79,7 @@ def test_nested_vmap_equals_the_select(scale_axes):
     jax.tree_util.tree_map(np.testing.assert_allclose, got, want)
 
 
-def count_calls(n, mask, *, nested=False):
+def count_calls(n, mask, *, capacity=None, nested=False):
     """How many elements ``fn`` was computed for (jax.debug.callback runs once per element)."""
     calls = []
 
@@ -85,7 +88,7 @@ def count_calls(n, mask, *, nested=False):
         return fn(x, scale)
 
     x, otherwise, _ = batch(n)
-    apply = jax.vmap(lambda m, o, x: masked_apply(counted, m, o, x, 2.0))
+    apply = jax.vmap(lambda m, o, x: masked_apply(counted, m, o, x, 2.0, capacity=capacity))
     if nested:
         apply = jax.vmap(apply)
         mask, otherwise, x = jax.tree_util.tree_map(lambda v: v[None], (mask, otherwise, x))
@@ -94,13 +97,15 @@ def count_calls(n, mask, *, nested=False):
 
 
 def test_fn_runs_only_where_needed():
-    n = 64
-    capacity = n // SPARSE_DIVISOR
+    n, capacity = 64, 4
     none, few, many = jnp.zeros(n, bool), jnp.zeros(n, bool).at[5].set(True), jnp.ones(n, bool)
-    assert count_calls(n, none) == 0
-    assert count_calls(n, few) == capacity  # one gathered round, padded
-    assert count_calls(n, many) == n
-    assert count_calls(n, few, nested=True) == capacity  # the outer axis merged, not a select
+    assert count_calls(n, none) == 0 and count_calls(n, none, capacity=capacity) == 0
+    assert count_calls(n, few) == n  # by default the whole batch, then a select
+    assert count_calls(n, few, capacity=capacity) == capacity  # one gathered round, padded
+    assert count_calls(n, many, capacity=capacity) == n  # n / capacity rounds
+    # the outer axis is merged, not turned into a select of both branches
+    assert count_calls(n, none, nested=True) == 0
+    assert count_calls(n, few, capacity=capacity, nested=True) == capacity
 
 
 def test_gradient_is_the_selects():
