@@ -17,8 +17,8 @@ given a ``capacity``, gathers the masked elements ``capacity`` at a time, comput
 on them and scatters the results back until none is left. Gathering pays where ``fn``
 costs many times the gather and scatter and few elements need it (Newton after the
 DistFlow sweep: :mod:`jaxgrid.grid.fallback`); it does not for resets. Measured with
-``python benchmarks/env_throughput.py`` on this 2-core CPU, gathering ``n // 16`` at a
-time: ``arbitrage-v0`` ran at 4.3e6 env-steps/s at 4096 envs against 1.0e7 for the
+``benchmarks/env_throughput.py``'s ``measure`` (``vmap(env.step)`` in a scan) on this
+2-core CPU, gathering ``n // 16`` at a time: ``arbitrage-v0`` ran at 4.3e6 env-steps/s at 4096 envs against 1.0e7 for the
 whole-batch pass, ``gardeners-v0`` at 1.36e6 against 1.81e6. Unbatched it is a
 ``lax.cond``. Nested ``vmap`` (seeds times environments) is merged into one batch first,
 so the rule holds at every depth. Differentiable: forward and reverse mode go through a

@@ -11,9 +11,11 @@ high under consumption; ``loss_mw`` is the usual a-posteriori estimate ``r (P^2+
 and ``p_import_mw`` is the total load plus that estimate. Shunts are evaluated at the
 slack voltage. Jittable and vmappable; one solve is four small matrix products. Sums
 over buses and branches are products with ones (:func:`~jaxgrid.numerics.sum_last_axis`),
-and the from-bus voltages a product rather than a gather: on XLA's CPU backend at 1024
-case33bw solves, the reductions took as long as the three path products, and a gather
-of the from-bus voltages half as long again (``python benchmarks/powerflow.py``).
+and the from-bus voltages a product rather than a gather: timing variants of a jitted
+batch of 1024 case33bw solves on XLA's CPU backend, the reductions took as long as the
+three path products and a gather of the from-bus voltages half as long again; with
+products the batch ran at 2.9-3.3e6 solves/s instead of 2.0e6 (``python
+benchmarks/powerflow.py`` times the solvers).
 
 **Collapse.** A linear model always has a solution, so ``converged`` says whether the
 loading is one where the AC power flow can have one: it is False when a squared voltage

@@ -40,6 +40,11 @@ def test_ppo_trains_in_mixed_precision_with_float32_state():
     runner, metrics = jax.jit(fns.run_updates, static_argnums=(2,))(runner, params, 2)
     dtypes = {leaf.dtype for leaf in jax.tree_util.tree_leaves(runner.train_state)}
     assert jnp.bfloat16 not in dtypes
+    # the trainer's network does compute in bfloat16
+    net_params = runner.train_state.params["net"]
+    obs = jnp.zeros((4, env.num_agents, env.observation_space(params).shape[-1]))
+    forward = jax.make_jaxpr(runner.train_state.apply_fn)(net_params, obs)
+    assert "bf16" in str(forward)
     assert all(np.all(np.isfinite(np.asarray(m))) for m in jax.tree_util.tree_leaves(metrics))
 
 
