@@ -14,9 +14,9 @@ newest checkpoint that restores and warns once, naming the ones it skipped.
 
 from __future__ import annotations
 
-import contextlib
 import gc
 import inspect
+import logging
 import sys
 import warnings
 from pathlib import Path
@@ -68,9 +68,9 @@ class Checkpoints:
         skipped = []
         for update in reversed(self.updates()):
             try:
-                with _abandoned_reads_collected():
-                    runners = self.restore(like, update)
+                runners = self.restore(like, update)
             except Exception as e:  # orbax and tensorstore raise many types for damaged files
+                _silence_abandoned_reads()
                 skipped.append(f"{update} ({_reason(e)})")
                 continue
             if skipped:
@@ -113,24 +113,39 @@ def _reason(error: BaseException) -> str:
     return f"{type(error).__name__}: {lines[0]}" if lines else type(error).__name__
 
 
-@contextlib.contextmanager
-def _abandoned_reads_collected():
-    """Drop the reports of array reads that a failed orbax restore leaves behind.
+def _silence_abandoned_reads() -> None:
+    """Keep the reports of array reads that a failed orbax restore abandoned from the user.
 
-    When one array of a checkpoint fails to read, orbax abandons the other reads; Python
-    prints each as an "Exception ignored in: <coroutine ...>" traceback whenever it is
-    garbage-collected. They are collected here, silently (the restore's own exception says
-    what is wrong); anything else unraisable still reaches the previous hook.
+    When one array of a checkpoint fails to read, orbax closes its event loop and abandons
+    the other reads. Each leaves up to three reports, some of them only when its
+    tensorstore read completes, which may be after the restore has returned: an
+    "Exception ignored in: <coroutine ...>" traceback when the coroutine is collected, an
+    "Exception ignored in: None ... RuntimeError: Event loop is closed" one when the read
+    wakes the closed loop, and asyncio's "Task was destroyed but it is pending!" log. So
+    once a restore has failed, those three (and nothing else) are dropped for the rest of
+    the process; the restore's own exception says what was wrong.
     """
     hook = sys.unraisablehook
+    if getattr(hook, "drops_abandoned_reads", False):
+        return
 
-    def quiet(unraisable):
-        if not inspect.iscoroutine(unraisable.object):
+    def drop_abandoned_reads(unraisable):
+        closed_loop = (
+            unraisable.object is None
+            and isinstance(unraisable.exc_value, RuntimeError)
+            and str(unraisable.exc_value) == "Event loop is closed"
+        )
+        if not (closed_loop or inspect.iscoroutine(unraisable.object)):
             hook(unraisable)
 
-    sys.unraisablehook = quiet
-    try:
-        yield
-    finally:
-        gc.collect()
-        sys.unraisablehook = hook
+    drop_abandoned_reads.drops_abandoned_reads = True
+    sys.unraisablehook = drop_abandoned_reads
+    logging.getLogger("asyncio").addFilter(_PendingTaskDestroyed())
+    gc.collect()
+
+
+class _PendingTaskDestroyed(logging.Filter):
+    """Drops asyncio's log of a task destroyed while pending (an abandoned read)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith("Task was destroyed but it is pending")
