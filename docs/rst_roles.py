@@ -18,33 +18,48 @@ import griffe
 ROLE = re.compile(r":(?:py:)?(class|func|mod|meth|attr|data|exc|obj):`(~?)([\w.]+)(?:\(\))?`")
 
 
-def _resolve(target: str, obj: griffe.Object) -> str:
-    """The full path of ``target`` as written in the docstring of ``obj``."""
-    if target.startswith("jaxgrid"):
-        return target
+def _resolve(target: str, obj: griffe.Object, package: griffe.Module) -> str:
+    """The full path of ``target`` as written in the docstring of ``obj``, through aliases
+    (a name a module imports is documented where it is defined)."""
     target = target.lstrip(".")
-    scopes = [obj if obj.is_class or obj.is_module else obj.parent]
-    while scopes[-1] is not None and scopes[-1].parent is not None:
-        scopes.append(scopes[-1].parent)
-    head = target.split(".")[0]
-    for scope in scopes:
-        if scope is not None and head in scope.members:
-            return f"{scope.path}.{target}"
-    return target
+    if not target.startswith(package.name):
+        scope = obj if obj.is_class or obj.is_module else obj.parent
+        head = target.split(".")[0]
+        while scope is not None and head not in scope.members:
+            scope = scope.parent
+        if scope is None:
+            return target
+        target = f"{scope.path}.{target}"
+    try:
+        found = package.modules_collection.get_member(target)
+    except (KeyError, griffe.AliasResolutionError, griffe.CyclicAliasError):
+        return target
+    try:
+        return found.final_target.path if found.is_alias else found.path
+    except (griffe.AliasResolutionError, griffe.CyclicAliasError):
+        return target
+
+
+def _objects(obj: griffe.Object):
+    """``obj`` and every object it holds, aliases left out."""
+    yield obj
+    for member in obj.members.values():
+        if not member.is_alias:
+            yield from _objects(member)
 
 
 class RstRoles(griffe.Extension):
-    """Rewrites Sphinx roles in every docstring into autorefs links."""
+    """Rewrites Sphinx roles in every docstring of the package into autorefs links."""
 
-    def on_instance(self, *, obj: griffe.Object, **kwargs) -> None:
-        """Rewrite the roles of ``obj``'s docstring, once it is loaded."""
-        if obj.docstring is None:
-            return
+    def on_package(self, *, pkg: griffe.Module, **kwargs) -> None:
+        """Rewrite the roles once the whole package is loaded (so every target exists)."""
+        for obj in _objects(pkg):
+            if obj.docstring is None:
+                continue
 
-        def link(match: re.Match) -> str:
-            short, target = match.group(2), match.group(3)
-            path = _resolve(target, obj)
-            shown = target.rsplit(".", 1)[-1] if short else target
-            return f"[`{shown}`][{path}]"
+            def link(match: re.Match, obj=obj) -> str:
+                short, target = match.group(2), match.group(3)
+                shown = target.rsplit(".", 1)[-1] if short else target
+                return f"[`{shown}`][{_resolve(target, obj, pkg)}]"
 
-        obj.docstring.value = ROLE.sub(link, obj.docstring.value)
+            obj.docstring.value = ROLE.sub(link, obj.docstring.value)

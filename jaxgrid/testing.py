@@ -19,7 +19,7 @@ It checks the environment contract (``jaxgrid.env``) end to end:
    ``whole_episode=False`` (for a variant whose horizon a smaller sibling already checks);
 7. in float64 (params cast to float64 under ``jax_enable_x64``): the contract flags of
    item 5 and 6 hold for one run, and ``vmap`` over ``num_envs`` environments equals a
-   Python loop over the same keys (see :func:`_check_vmap_matches_loop` for why float64).
+   Python loop over the same keys (``_check_vmap_matches_loop`` says why float64).
 
 A failure raises ``AssertionError`` naming the environment and the check.
 """

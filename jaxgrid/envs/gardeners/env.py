@@ -204,7 +204,7 @@ class Gardeners(Environment):
 
     def render(self, state: GardenersState, params: GardenersParams | None = None):
         """A ``(height, width, 3)`` uint8 picture of the grid: pollution, obstacles,
-        flowers by type and growth, agents (see :func:`.viewer.draw_grid`)."""
+        flowers by type and growth, agents (see :func:`.viewer.render_grid`)."""
         from jaxgrid.envs.gardeners.viewer import render_grid
 
         return render_grid(self, state, self.default_params() if params is None else params)
