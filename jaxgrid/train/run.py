@@ -429,7 +429,8 @@ def format_table(report: dict) -> str:
     """The evaluation report as markdown tables, one per scenario."""
     blocks = []
     for s, scenario in enumerate(report["scenarios"]):
-        rows = {"policy (mean over seeds)": scenario["policy"]}
+        seeds = sum(name.startswith("seed") for name in scenario["results"])
+        rows = {"policy (mean over seeds)" if seeds > 1 else "policy": scenario["policy"]}
         rows.update({n: r for n, r in scenario["results"].items() if not n.startswith("seed")})
         first = next(iter(rows.values()))
         objectives, costs = list(first["objectives"]), list(first["costs"])
@@ -451,8 +452,9 @@ def format_table(report: dict) -> str:
         if scenario["score_best"] == scenario["score_reference"]:
             score = f"no score: nothing beats {scenario['score_reference']} but the policy"
         else:
+            spread = f" ± {scenario['score_std']:.3f}" if seeds > 1 else ""
             score = (
-                f"score {scenario['score_mean']:.3f} ± {scenario['score_std']:.3f} "
+                f"score {scenario['score_mean']:.3f}{spread} "
                 f"(0 = {scenario['score_reference']}, 1 = {scenario['score_best']})"
             )
         lines += ["", score]

@@ -18,7 +18,7 @@ from jaxgrid.cli import main
 from jaxgrid.errors import UserError
 from jaxgrid.train.logger import read_metrics
 from jaxgrid.train.ppo import PPOConfig
-from jaxgrid.train.run import Run, RunConfig, RunWarning, train_run
+from jaxgrid.train.run import Run, RunConfig, RunWarning, format_table, train_run
 
 # 6 updates of 8 one-day episodes, a checkpoint every 2
 TINY = [
@@ -259,3 +259,21 @@ def test_train_keeps_the_environment_s_scalarisation_method(tmp_path):
     scenario.write_text('env = "arbitrage-v0"\n[reward]\nscalarisation = "min"\n')
     with pytest.raises(UserError, match=r"min\.toml: reward\.scalarisation: a training run keeps"):
         _run_config(build_parser().parse_args(["train", "--config", str(scenario)]))
+
+
+def _report(seeds: int) -> dict:
+    """An evaluation report of ``seeds`` seeds, in the shape ``run`` writes it."""
+    result = {"return": 1.0, "objectives": {"profit": 1.0}, "costs": {}, "metrics": {}}
+    results = {f"seed{i}": result for i in range(seeds)} | {"idle": result}
+    scenario = {"policy": result, "results": results, "oracle_return": 2.0}
+    scenario |= {"score_reference": "idle", "score_best": "oracle"}
+    scenario |= {"score_mean": 0.5, "score_std": 0.1 * (seeds - 1)}
+    return {"env": "arbitrage-v0", "algo": "ppo", "scenarios": [scenario]}
+
+
+def test_the_table_of_one_seed_shows_no_mean_over_seeds():
+    one = format_table(_report(1))
+    assert "| policy |" in one and "mean over seeds" not in one
+    assert "score 0.500 (0 = idle, 1 = oracle)" in one
+    two = format_table(_report(2))
+    assert "| policy (mean over seeds) |" in two and "score 0.500 ± 0.100" in two
