@@ -1,4 +1,4 @@
-"""Physics of radial distribution feeders: the ``Feeder`` pytree, builders and solvers.
+"""Physics of power networks: radial feeders and meshed transmission networks.
 
 - :class:`Feeder` and :func:`from_branch_table`, :func:`from_matpower`,
   :func:`from_pandapower` (and :func:`to_pandapower`);
@@ -11,6 +11,10 @@
   :class:`PowerFlowResult`;
 - :func:`voltage_angles` from a result; limits :func:`voltage_violation_pu`,
   :func:`branch_loading`.
+
+Meshed networks: :class:`Network` (buses, branches with taps and phase shifts,
+generators with cost curves) from :func:`network_from_matpower` (a file, or a bundled
+case of :data:`TRANSMISSION_CASES`), and :func:`bus_admittance`.
 
 Loads are in MW and Mvar, positive = consumption, one entry per bus in the feeder's bus
 order. Nothing here knows about reinforcement learning.
@@ -35,12 +39,19 @@ from jaxgrid.grid.feeder import Feeder, from_branch_table
 from jaxgrid.grid.limits import branch_loading, voltage_violation_pu
 from jaxgrid.grid.lindistflow import lindistflow
 from jaxgrid.grid.matpower import from_matpower, load_case
+from jaxgrid.grid.network import Network, branch_admittances, bus_admittance
+from jaxgrid.grid.network_matpower import TRANSMISSION_CASES, network_from_matpower
 from jaxgrid.grid.pandapower_io import from_pandapower, to_pandapower
 from jaxgrid.grid.result import PowerFlowResult
 
 __all__ = [
     "CASES",
     "Feeder",
+    "Network",
+    "TRANSMISSION_CASES",
+    "branch_admittances",
+    "bus_admittance",
+    "network_from_matpower",
     "PowerFlowResult",
     "branch_loading",
     "case33bw",
