@@ -14,7 +14,11 @@
 
 Meshed networks: :class:`Network` (buses, branches with taps and phase shifts,
 generators with cost curves) from :func:`network_from_matpower` (a file, or a bundled
-case of :data:`TRANSMISSION_CASES`), and :func:`bus_admittance`.
+case of :data:`TRANSMISSION_CASES`), and :func:`bus_admittance`; the DC model:
+:func:`dcpf` (angles in degrees, flows in MW, a :class:`DCPowerFlowResult`),
+:func:`dc_matrices`, and its sensitivities :func:`ptdf` (MW per MW injected),
+:func:`shift_flow_mw` and :func:`lodf` (with the bridges, whose outage islands part of
+the network, flagged).
 
 Loads are in MW and Mvar, positive = consumption, one entry per bus in the feeder's bus
 order. Nothing here knows about reinforcement learning.
@@ -32,6 +36,7 @@ from jaxgrid.grid.cases import (
     load_bundled,
     load_feeder,
 )
+from jaxgrid.grid.dcpf import DCMatrices, DCPowerFlowResult, dc_matrices, dcpf
 from jaxgrid.grid.distflow import distflow
 from jaxgrid.grid.distflow_newton import distflow_newton
 from jaxgrid.grid.fallback import distflow_with_fallback
@@ -43,9 +48,12 @@ from jaxgrid.grid.network import Network, branch_admittances, bus_admittance
 from jaxgrid.grid.network_matpower import TRANSMISSION_CASES, network_from_matpower
 from jaxgrid.grid.pandapower_io import from_pandapower, to_pandapower
 from jaxgrid.grid.result import PowerFlowResult
+from jaxgrid.grid.sensitivity import lodf, ptdf, shift_flow_mw
 
 __all__ = [
     "CASES",
+    "DCMatrices",
+    "DCPowerFlowResult",
     "Feeder",
     "Network",
     "TRANSMISSION_CASES",
@@ -60,6 +68,8 @@ __all__ = [
     "case118zh",
     "case136ma",
     "case141",
+    "dc_matrices",
+    "dcpf",
     "distflow",
     "distflow_newton",
     "distflow_with_fallback",
@@ -67,6 +77,9 @@ __all__ = [
     "from_matpower",
     "from_pandapower",
     "lindistflow",
+    "lodf",
+    "ptdf",
+    "shift_flow_mw",
     "load_bundled",
     "load_case",
     "load_feeder",

@@ -9,8 +9,9 @@ load (at 1 pu voltage). The slack bus (the first ``REF`` bus) takes up whatever 
 injections leave unbalanced.
 
 Buses with no in-service branch (isolated ones) keep angle 0. A network that the
-out-of-service branches split into islands without a slack bus has no DC solution:
-``converged`` is False there (the numbers are then not to be used).
+out-of-service branches split into islands without a slack bus has no DC solution where
+such an island has any load or generation: ``converged`` is False there (the numbers are
+then not to be used).
 """
 
 from __future__ import annotations
@@ -113,7 +114,7 @@ def dcpf(network: Network, pg_mw: Array | None = None, pd_mw: Array | None = Non
     p = injection_mw / base - m.p_bus_shift
     slack = slack_index(network)
     keep = _solved_buses(network, m.b_bus)
-    theta_slack = jnp.deg2rad(network.va_deg[slack])
+    theta_slack = jnp.deg2rad(jnp.asarray(network.va_deg)[slack])
     # fixed buses (slack, isolated) move to the right-hand side
     theta_fixed = jnp.where(jnp.arange(network.n_bus) == slack, theta_slack, 0.0)
     rhs = jnp.where(keep, p - m.b_bus @ theta_fixed, theta_fixed)
@@ -123,7 +124,9 @@ def dcpf(network: Network, pg_mw: Array | None = None, pd_mw: Array | None = Non
     theta = jnp.linalg.solve(matrix, rhs)
     flow = (m.b_branch @ theta + m.p_branch_shift) * base
     balance = (m.b_bus @ theta + m.p_bus_shift) * base  # injection each bus must have
-    mismatch = jnp.max(jnp.where(keep, jnp.abs(balance - injection_mw), 0.0), initial=0.0)
+    # every bus but the slack: a bus cut off from it with a load or a generator fails
+    not_slack = jnp.arange(network.n_bus) != slack
+    mismatch = jnp.max(jnp.where(not_slack, jnp.abs(balance - injection_mw), 0.0), initial=0.0)
     p_slack = balance[slack] - injection_mw[slack]
     injection = injection_mw.at[slack].add(p_slack)
     finite = jnp.all(jnp.isfinite(theta))
