@@ -160,6 +160,8 @@ def dcopf(
     reserve_mw: Array | float = 0.0,
     params: DCOPFParams | None = None,
     monitored: Sequence[int] | None = None,
+    shed_at: Sequence[int] | None = None,
+    spill_at: Sequence[int] | None = None,
     iterations: int = DEFAULT_ITERATIONS,
 ) -> DispatchResult:
     """Economic dispatch with line limits (DC-OPF) and its LMPs (see the module docstring).
@@ -180,8 +182,16 @@ def dcopf(
         monitored: static branch indices whose limits are enforced; limits of other
             branches are ignored. Default: the in-service branches with a finite rating
             when ratings and statuses are concrete (a network closed over by ``jit``),
-            every branch when they are traced (slower: the solver's work grows with the
-            square of the number of monitored branches).
+            every branch when they are traced (slower: forming the solver's matrix costs
+            ``(n_gen + 2 n_bus)^2`` per monitored branch).
+        shed_at: static bus indices where load may be shed. Default: the buses with a
+            positive load in ``pd_mw`` when it is concrete, else (``pd_mw`` traced, as
+            under ``vmap``) in the network. Load a batch puts at a bus outside this set
+            cannot be shed: a shortage there leaves the result unconverged.
+        spill_at: static bus indices where generation may be spilled. Default: the
+            buses of committed units with ``pmin > 0`` and of negative loads (of
+            ``pd_mw`` when concrete, else of the network). Each bus left out of these
+            sets removes a variable from a system factored every iteration.
         iterations: static number of interior point iterations.
 
     Returns:
@@ -202,6 +212,12 @@ def dcopf(
     if monitored is None:
         monitored = _default_monitored(network, rate_mva)
     monitored = np.asarray(monitored, np.int64).reshape(-1)
+    shed_buses, spill_buses = _slack_buses(network, pd_mw)
+    if shed_at is not None:
+        shed_buses = np.asarray(shed_at, np.int64).reshape(-1)
+    if spill_at is not None:
+        spill_buses = np.asarray(spill_at, np.int64).reshape(-1)
+    n_shed, n_spill = len(shed_buses), len(spill_buses)
     _check_convex(network)
 
     n_bus, n_gen = network.n_bus, network.n_gen
@@ -212,10 +228,10 @@ def dcopf(
     width, slope, curvature = _blocks(network, poly, on, dtype)  # (n_gen, n_seg) each
     costed = network.replace(cost_poly=poly, gen_in_service=on)
 
-    # variables: output blocks (n_gen * n_seg), shed (n_bus), spill (n_bus), shortfall
+    # variables: output blocks (n_gen * n_seg), shed, spill, reserve shortfall
     must_run = jnp.where(on, jnp.maximum(pmin, 0.0), 0.0) @ _gen_at_bus(network, dtype)
-    shed_max = jnp.maximum(pd, 0.0)
-    spill_max = must_run + jnp.maximum(-pd, 0.0)
+    shed_max = jnp.maximum(pd, 0.0)[shed_buses]
+    spill_max = (must_run + jnp.maximum(-pd, 0.0))[spill_buses]
     reserve = jnp.asarray(reserve_mw, dtype)
     upper_mw = jnp.concatenate(
         [width.reshape(-1), shed_max, spill_max, jnp.maximum(reserve, 0.0)[None]]
@@ -223,21 +239,21 @@ def dcopf(
     price = jnp.concatenate(
         [
             slope.reshape(-1),
-            jnp.full(n_bus, params.voll, dtype),
-            jnp.full(n_bus, params.spill_price, dtype),
+            jnp.full(n_shed, params.voll, dtype),
+            jnp.full(n_spill, params.spill_price, dtype),
             jnp.asarray(params.reserve_shortfall_price, dtype)[None],
         ]
     )
-    quad = jnp.concatenate([curvature.reshape(-1), jnp.zeros(2 * n_bus + 1, dtype)])
+    quad = jnp.concatenate([curvature.reshape(-1), jnp.zeros(n_shed + n_spill + 1, dtype)])
     bus_of_block = jnp.repeat(network.gen_bus, n_seg)
     var_bus = jnp.concatenate(
-        [bus_of_block, jnp.arange(n_bus), jnp.arange(n_bus), jnp.zeros(1, int)]
+        [bus_of_block, jnp.asarray(shed_buses), jnp.asarray(spill_buses), jnp.zeros(1, int)]
     )
     var_sign = jnp.concatenate(
-        [jnp.ones(n_gen * n_seg + n_bus, dtype), -jnp.ones(n_bus, dtype), jnp.zeros(1, dtype)]
+        [jnp.ones(n_gen * n_seg + n_shed, dtype), -jnp.ones(n_spill, dtype), jnp.zeros(1, dtype)]
     )
     reserve_row = jnp.concatenate(
-        [jnp.ones(n_gen * n_seg, dtype), jnp.zeros(2 * n_bus, dtype), -jnp.ones(1, dtype)]
+        [jnp.ones(n_gen * n_seg, dtype), jnp.zeros(n_shed + n_spill, dtype), -jnp.ones(1, dtype)]
     )
 
     var_to_bus = var_sign[:, None] * (var_bus[:, None] == jnp.arange(n_bus)).astype(dtype)
@@ -277,8 +293,11 @@ def dcopf(
     x_mw = sol.x * base
     blocks = x_mw[: n_gen * n_seg].reshape(n_gen, n_seg)
     pg = jnp.where(on, lower + jnp.sum(blocks, axis=-1), 0.0)
-    shed = x_mw[n_gen * n_seg : n_gen * n_seg + n_bus]
-    spill = x_mw[n_gen * n_seg + n_bus : n_gen * n_seg + 2 * n_bus]
+    start = n_gen * n_seg
+    shed = jnp.zeros(n_bus, dtype).at[shed_buses].set(x_mw[start : start + n_shed])
+    spill = (
+        jnp.zeros(n_bus, dtype).at[spill_buses].set(x_mw[start + n_shed : start + n_shed + n_spill])
+    )
     shortfall = x_mw[-1]
     generation_cost = jnp.sum(costed.generation_cost(pg))
     cost = (
@@ -320,6 +339,32 @@ def dcopf(
         dual_residual=sol.dual_residual * cost_scale,
         gap=sol.gap * cost_scale * base,
     )
+
+
+def _slack_buses(network: Network, pd_mw) -> tuple[np.ndarray, np.ndarray]:
+    """``(shed_buses, spill_buses)``: the buses where load may be shed (positive load) and
+    where generation may be spilled (a unit with ``pmin > 0`` or a negative load), from
+    ``pd_mw`` where it is concrete, else from the network's loads; every bus when the
+    network is traced. Fewer variables make each interior point iteration cheaper (its
+    cost grows with the cube of their number)."""
+    try:
+        data = np.asarray(network.pd_mw, float)
+        pmin = np.asarray(network.pmin_mw, float)
+        on = np.asarray(network.gen_in_service, bool)
+        gen_bus = np.asarray(network.gen_bus)
+    except (jax.errors.TracerArrayConversionError, jax.errors.ConcretizationTypeError):
+        every = np.arange(network.n_bus)
+        return every, every
+    try:
+        loads = data if pd_mw is None else np.asarray(pd_mw, float)
+    except (jax.errors.TracerArrayConversionError, jax.errors.ConcretizationTypeError):
+        loads = data
+    if loads.shape != data.shape:  # a batch of loads given outside vmap
+        every = np.arange(network.n_bus)
+        return every, every
+    must_run = np.zeros(network.n_bus, bool)
+    must_run[gen_bus[on & (pmin > 0)]] = True
+    return np.flatnonzero(loads > 0), np.flatnonzero(must_run | (loads < 0))
 
 
 def _default_monitored(network: Network, rate_mva) -> np.ndarray:
@@ -456,10 +501,11 @@ def _interior_point(p: _Problem, iterations: int) -> _Solution:
     dtype = p.c.dtype
     eps = jnp.finfo(dtype).eps
     # iterate until the strict tolerance (2e-11 in float64, 6e-5 in float32; the LMPs of
-    # case300 needed it), report convergence at the looser one (1e-9 in float64): a
-    # degenerate LP (units at their limits, load shed at a bus) can stall between them
+    # case300 needed it), report convergence at the looser one (1e-8 in float64: 1e-4
+    # currency/MWh of dual residual at a value of lost load of 10,000): a degenerate
+    # problem (units at their limits, load shed at a bus) can stall between them
     strict = 10.0 * eps**0.75
-    loose = jnp.maximum(strict, 1e-9)
+    loose = jnp.maximum(strict, 1e-8)
     act = p.active
     upper = jnp.where(act, p.upper, 1.0)
     a = jnp.where(act, p.var_sign, 0.0)

@@ -4,7 +4,7 @@ bind, over random loads, costs and commitments; properties by Hypothesis; infeas
 reserve and piecewise-linear instances.
 
 The default suite solves a sample of each case; ``JAXGRID_VALIDATE=full`` solves 200 random
-instances per case (about 3 minutes on 2 cores)::
+instances per case (about 2 minutes on 2 cores)::
 
     JAXGRID_VALIDATE=full python -m pytest tests/dispatch/test_dcopf.py -n 0
 """
@@ -53,12 +53,16 @@ def test_matches_highs_on_random_instances(name):
             jax.vmap(lambda p, c, u: dcopf(network, p, cost_poly=c, commitment=u))
         )
         results = solve_batch(pd, poly, commitment)
-        binding = []
+        binding, skipped = [], 0
         for i in range(len(pd)):
-            ref = solve(network, pd[i], cost_poly=poly[i], commitment=commitment[i])
+            ref = solve(network, pd[i], cost_poly=poly[i], commitment=commitment[i], time_limit=5)
+            if ref["status"] != "Optimal":  # HiGHS's active-set QP solver gave up
+                skipped += 1
+                continue
             result = jax.tree_util.tree_map(lambda a, i=i: a[i], results)
             _check(result, ref, network, f"{name} instance {i}")
             binding.append(int(np.sum(np.asarray(result.line_at_limit))))
+        assert skipped <= 0.02 * len(pd) + 1, f"{name}: HiGHS failed {skipped} times"
         assert max(binding) >= 2, f"{name}: fewer than two lines bind"
 
 
@@ -80,6 +84,24 @@ def test_load_above_capacity_is_shed_at_the_value_of_lost_load():
     assert np.all(np.asarray(result.gen_at_pmax))
     np.testing.assert_allclose(result.lmp, 5000.0, atol=1e-3)
     assert float(result.cost) >= 5000.0 * (np.sum(pd) - capacity)
+
+
+def test_load_at_a_bus_without_load_is_shed_where_allowed():
+    """Under ``jit`` the loads are traced, so load may be shed only where the network has
+    a load: a shortage at another bus leaves the result unconverged (never a silent
+    dispatch), and ``shed_at`` lets that bus shed too, as the concrete call does."""
+    with x64():
+        network = network_from_matpower("case9")
+        pd = np.asarray(network.pd_mw).copy()
+        pd[0] = 2000.0  # the slack generator's bus, no load in the file; 820 MW of capacity
+        concrete = dcopf(network, pd)
+        traced = jax.jit(lambda p: dcopf(network, p))(pd)
+        every = jax.jit(lambda p: dcopf(network, p, shed_at=range(network.n_bus)))(pd)
+    assert bool(concrete.converged) and bool(concrete.infeasible)
+    assert not bool(traced.converged)
+    assert bool(every.converged) and bool(every.infeasible)
+    np.testing.assert_allclose(every.shed_mw, concrete.shed_mw, atol=1e-5)
+    np.testing.assert_allclose(every.cost, concrete.cost, rtol=1e-9)
 
 
 def test_reserve_requirement_holds_headroom_and_is_priced():
@@ -153,8 +175,9 @@ def test_float32_by_default_is_close():
 
 
 # Properties on case30 (linear costs and quadratic ones as the file gives them)
-NETWORK = network_from_matpower("case30")
-LIMITED = tightened(NETWORK)
+with x64():  # every use is in float64: a Network object is used in one precision
+    NETWORK = network_from_matpower("case30")
+    LIMITED = tightened(NETWORK)
 
 
 @pytest.fixture(scope="module")
@@ -200,3 +223,5 @@ def test_cost_grows_with_load(solvers, scale, more):
         r = solvers["limited"](np.stack([pd, more * pd]))
         assert np.all(np.asarray(r.converged))
         assert float(r.cost[1]) >= float(r.cost[0]) - 1e-6 * abs(float(r.cost[0]))
+
+
