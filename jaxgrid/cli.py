@@ -3,11 +3,17 @@
 Every error a user can fix (a bad flag, value, path or file, a run directory in use) is a
 :class:`~jaxgrid.errors.UserError`: one line ``jaxgrid: error: ...`` on stderr and exit
 status 2, no traceback; warnings are one line ``jaxgrid: warning: ...`` each.
+
+``--import MODULE`` (before the command, repeatable) imports a module first, so that the
+environments it registers can be listed, demonstrated, trained, rendered and evaluated:
+``jaxgrid --import solar_home train --env solar-home-v0`` (the working directory is on
+the import path).
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import re
 import sys
@@ -339,6 +345,14 @@ def build_parser() -> argparse.ArgumentParser:
         description=__doc__,
         epilog="'jaxgrid COMMAND --help' shows a command's options.",
     )
+    parser.add_argument(
+        "--import",
+        dest="imports",
+        action="append",
+        default=[],
+        metavar="MODULE",
+        help="import MODULE first (repeatable): it may register its own environments",
+    )
     sub = parser.add_subparsers(dest="command", required=True, title="commands", metavar="COMMAND")
 
     def command(name: str, summary: str, func) -> argparse.ArgumentParser:
@@ -407,13 +421,32 @@ def main(argv: list[str] | None = None) -> int:
     """Run the ``jaxgrid`` command given by ``argv`` (default: the process's arguments);
     returns the exit status (2 after a :class:`~jaxgrid.errors.UserError`)."""
     try:
-        args = build_parser().parse_args(argv)
+        parser = build_parser()
+        _import_modules(parser, argv)
+        args = parser.parse_args(argv)
         with warnings.catch_warnings():
             warnings.showwarning = _one_line_warning
             return args.func(args)
     except UserError as e:
         print(f"jaxgrid: error: {e}", file=sys.stderr)
         return 2
+
+
+def _import_modules(parser: argparse.ArgumentParser, argv: list[str] | None) -> None:
+    """Import the ``--import`` modules before the rest of ``argv`` is parsed (the
+    ``--env`` names are checked against the registry as they are read)."""
+    before_command = argparse.ArgumentParser(add_help=False)
+    before_command.add_argument("--import", dest="imports", action="append", default=[])
+    known, _ = before_command.parse_known_args(argv)
+    if not known.imports:
+        return
+    if "" not in sys.path and str(Path.cwd()) not in sys.path:
+        sys.path.insert(0, str(Path.cwd()))
+    for name in known.imports:
+        try:
+            importlib.import_module(name)
+        except ImportError as e:
+            raise UserError(f"--import {name}: {e}") from None
 
 
 def _one_line_warning(message, category, filename, lineno, file=None, line=None) -> None:
