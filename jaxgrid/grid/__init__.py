@@ -14,7 +14,9 @@
 
 Meshed networks: :class:`Network` (buses, branches with taps and phase shifts,
 generators with cost curves) from :func:`network_from_matpower` (a file, or a bundled
-case of :data:`TRANSMISSION_CASES`), and :func:`bus_admittance`.
+case of :data:`TRANSMISSION_CASES`) or :func:`network_from_pandapower` (a pandapower
+network: lines, two-winding transformers, switches, gens, sgens, loads, shunts, costs),
+and :func:`bus_admittance`.
 
 Loads are in MW and Mvar, positive = consumption, one entry per bus in the feeder's bus
 order. Nothing here knows about reinforcement learning.
@@ -41,6 +43,7 @@ from jaxgrid.grid.lindistflow import lindistflow
 from jaxgrid.grid.matpower import from_matpower, load_case
 from jaxgrid.grid.network import Network, branch_admittances, bus_admittance
 from jaxgrid.grid.network_matpower import TRANSMISSION_CASES, network_from_matpower
+from jaxgrid.grid.network_pandapower import network_from_pandapower
 from jaxgrid.grid.pandapower_io import from_pandapower, to_pandapower
 from jaxgrid.grid.result import PowerFlowResult
 
@@ -52,6 +55,7 @@ __all__ = [
     "branch_admittances",
     "bus_admittance",
     "network_from_matpower",
+    "network_from_pandapower",
     "PowerFlowResult",
     "branch_loading",
     "case33bw",
