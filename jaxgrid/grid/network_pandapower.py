@@ -66,7 +66,7 @@ from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
 from jaxgrid.grid.network import ISOLATED, PIECEWISE_LINEAR, POLYNOMIAL, PQ, PV, REF, Network
-from jaxgrid.grid.pandapower_io import _live
+from jaxgrid.grid.pandapower_io import LOAD_DEPENDENCE, _live
 from jaxgrid.grid.topology import _names
 
 _SUPPORTED = {
@@ -82,14 +82,6 @@ _SUPPORTED = {
     "shunt",
 }
 _NOT_ELEMENTS = {"measurement", "poly_cost", "pwl_cost", "controller", "group"}
-_LOAD_DEPENDENCE = (
-    "const_z_p_percent",
-    "const_z_q_percent",
-    "const_i_p_percent",
-    "const_i_q_percent",
-    "const_z_percent",
-    "const_i_percent",
-)
 
 
 def network_from_pandapower(
@@ -403,7 +395,7 @@ def _refuse(net) -> None:
     if "load" in net and len(net.load):
         load = _live(net.load)
         dependent = np.zeros(len(load), bool)
-        for column in _LOAD_DEPENDENCE:
+        for column in LOAD_DEPENDENCE:
             dependent |= _col(load, column, 0.0) != 0
         if dependent.any():
             rows = list(load.index[dependent])
