@@ -4,10 +4,10 @@ The same file reader as the radial feeders (:func:`~jaxgrid.grid.matpower.load_c
 a case's own MATLAB unit conversions run too), another model: every bus, branch and
 generator of the file, in its row order, out-of-service ones included with their
 status. MATPOWER's conventions are applied as MATPOWER applies them: a tap ratio of 0
-means 1, a RATE_A of 0 means no limit, angle-difference limits at or beyond ±360° mean
-none. ``mpc.gencost`` gives each generator a polynomial cost of degree at most 2 or a
-piecewise-linear one; rows beyond the first ``n_gen`` (reactive power costs) are not
-read.
+means 1, a RATE_A of 0 means no limit, an angle-difference limit of 0 or at or beyond
+±360° means none (MATPOWER's ``makeAang``). ``mpc.gencost`` gives each generator a
+polynomial cost of degree at most 2 or a piecewise-linear one; rows beyond the first
+``n_gen`` (reactive power costs) are not read.
 """
 
 from __future__ import annotations
@@ -110,8 +110,8 @@ def _read(path: Path) -> Network:
     ratio = np.where(branch[:, 8] == 0, 1.0, branch[:, 8])
     rate = np.where(branch[:, 5] == 0, np.inf, branch[:, 5])
     if branch.shape[1] >= 13:
-        angmin = np.where(branch[:, 11] <= -360, -np.inf, branch[:, 11])
-        angmax = np.where(branch[:, 12] >= 360, np.inf, branch[:, 12])
+        angmin = np.where((branch[:, 11] <= -360) | (branch[:, 11] == 0), -np.inf, branch[:, 11])
+        angmax = np.where((branch[:, 12] >= 360) | (branch[:, 12] == 0), np.inf, branch[:, 12])
     else:
         angmin, angmax = np.full(len(branch), -np.inf), np.full(len(branch), np.inf)
     f64 = functools.partial(np.asarray, dtype=np.float64)

@@ -79,6 +79,8 @@ def test_tables_keep_bus_numbers_statuses_and_matpower_conventions():
     assert np.all(np.asarray(network.tap) > 0)  # a ratio of 0 in the file means 1
     case118 = network_from_matpower("case118")
     assert np.all(np.isfinite(case118.rate_mva)) or np.any(np.isinf(case118.rate_mva))
+    activsg = network_from_matpower("case_ACTIVSg200")  # ANGMIN = ANGMAX = 0: no limits
+    assert np.all(np.isinf(activsg.angmin_deg)) and np.all(np.isinf(activsg.angmax_deg))
     pegase = network_from_matpower("case1354pegase")  # infinite Q limits are no limit
     assert np.isinf(pegase.qmax_mvar[125]) and np.isinf(pegase.qmin_mvar[125])
     summary = network_from_matpower("case9").summary()
