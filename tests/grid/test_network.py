@@ -108,3 +108,33 @@ def _edited(tmp_path, old, new, name="case9"):
 def test_bad_input_is_one_error_naming_the_row(tmp_path, old, new, message):
     with pytest.raises(ValueError, match=message):
         network_from_matpower(_edited(tmp_path, old, new))
+
+
+ADMITTANCE_FLOAT32_AFTER_FLOAT64 = """
+import jax, jax.numpy as jnp, numpy as np
+from jaxgrid.grid import network_from_matpower
+from jaxgrid.grid.network import branch_admittances
+
+network = network_from_matpower("case30")
+statuses = np.ones((2, network.n_branch), bool)
+
+def admittances(on):
+    return branch_admittances(network.replace(branch_in_service=on))
+
+with jax.enable_x64(True):
+    wide = jax.jit(jax.vmap(admittances))  # kept alive, as a test fixture or a notebook does
+    wide(statuses[:1])
+assert all(y.dtype == jnp.complex64 for y in jax.jit(jax.vmap(admittances))(statuses))
+"""
+
+
+def test_float32_admittances_while_a_float64_program_lives():
+    """jnp.deg2rad reused its float64 trace of the NumPy phase shifts while a float64
+    program traced under ``jax.enable_x64`` was alive, and the float32 program failed to
+    lower (jax 0.10). In a fresh process, so that the suite's other traces cannot hide it."""
+    import subprocess
+    import sys
+
+    script = ADMITTANCE_FLOAT32_AFTER_FLOAT64
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr[-2000:]
