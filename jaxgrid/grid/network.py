@@ -32,6 +32,12 @@ PIECEWISE_LINEAR, POLYNOMIAL = 1, 2  # MATPOWER's gencost models
 class Network:
     """A meshed AC network (see the module docstring).
 
+    Its arrays are NumPy arrays until it is traced. Use one ``Network`` object in one
+    precision: jax 0.10 reuses the conversion of a closed-over NumPy array by the array
+    object, so tracing the same object under ``jax.enable_x64`` and then without can put
+    float64 constants into a float32 program that fails to lower. The builders return a
+    separate object per precision.
+
     Attributes:
         base_mva: ``()`` system base power, MVA.
         bus_ids: ``(n_bus,)`` original bus numbers.
@@ -214,9 +220,7 @@ def branch_admittances(network: Network) -> tuple[Array, Array, Array, Array]:
     on = network.branch_in_service
     y_series = jnp.where(on, 1.0 / (network.r_pu + 1j * network.x_pu), 0.0)
     b_half = jnp.where(on, 0.5j * network.b_pu, 0.0)
-    # degrees to radians by a product, not jnp.deg2rad: that jitted ufunc reuses a trace
-    # made under jax.enable_x64 for a NumPy argument, float64 inside float32 code (jax 0.10)
-    ratio = network.tap * jnp.exp(1j * (network.shift_deg * (np.pi / 180.0)))
+    ratio = network.tap * jnp.exp(1j * jnp.deg2rad(network.shift_deg))
     y_tt = y_series + b_half
     y_ff = y_tt / (ratio * jnp.conj(ratio))
     y_ft = -y_series / jnp.conj(ratio)

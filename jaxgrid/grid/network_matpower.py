@@ -16,6 +16,7 @@ import functools
 from importlib import resources
 from pathlib import Path
 
+import jax
 import numpy as np
 
 from jaxgrid.grid.matpower import _bus_numbers, load_case
@@ -46,12 +47,16 @@ def network_from_matpower(path) -> Network:
             table and row.
     """
     if str(path) in TRANSMISSION_CASES:
-        return _bundled(str(path))
+        return _bundled(str(path), bool(jax.config.jax_enable_x64))
     return _read(Path(path))
 
 
 @functools.cache
-def _bundled(name: str) -> Network:
+def _bundled(name: str, x64: bool) -> Network:
+    """The bundled case, read once per precision: jax 0.10 caches the conversion of a
+    closed-over NumPy array by the array object, so the same arrays traced under
+    ``jax.enable_x64`` and then without gave float64 constants inside float32 programs
+    that failed to lower."""
     folder = resources.files("jaxgrid.grid") / "cases" / "transmission"
     with resources.as_file(folder / f"{name}.m") as path:
         return _read(path)

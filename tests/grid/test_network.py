@@ -115,10 +115,10 @@ import jax, jax.numpy as jnp, numpy as np
 from jaxgrid.grid import network_from_matpower
 from jaxgrid.grid.network import branch_admittances
 
-network = network_from_matpower("case30")
-statuses = np.ones((2, network.n_branch), bool)
+statuses = np.ones((2, 41), bool)
 
 def admittances(on):
+    network = network_from_matpower("case30")
     return branch_admittances(network.replace(branch_in_service=on))
 
 with jax.enable_x64(True):
@@ -129,9 +129,10 @@ assert all(y.dtype == jnp.complex64 for y in jax.jit(jax.vmap(admittances))(stat
 
 
 def test_float32_admittances_while_a_float64_program_lives():
-    """jnp.deg2rad reused its float64 trace of the NumPy phase shifts while a float64
-    program traced under ``jax.enable_x64`` was alive, and the float32 program failed to
-    lower (jax 0.10). In a fresh process, so that the suite's other traces cannot hide it."""
+    """A bundled case read and traced under ``jax.enable_x64`` (kept alive), then read and
+    traced in float32: the cache handed back the same NumPy arrays, jax 0.10 reused their
+    float64 conversion, and the float32 program failed to lower. In a fresh process, so
+    that the suite's other traces cannot hide it."""
     import subprocess
     import sys
 
