@@ -3,12 +3,19 @@
 Every error a user can fix (a bad flag, value, path or file, a run directory in use) is a
 :class:`~jaxgrid.errors.UserError`: one line ``jaxgrid: error: ...`` on stderr and exit
 status 2, no traceback; warnings are one line ``jaxgrid: warning: ...`` each.
+
+``--import MODULE`` (before the command, repeatable) imports a module first, so that the
+environments it registers can be listed, demonstrated, trained, rendered and evaluated:
+``jaxgrid --import solar_home train --env solar-home-v0`` (the working directory is on
+the import path).
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
+import re
 import sys
 import time
 import warnings
@@ -240,9 +247,46 @@ def _eval(args) -> int:
     return 0
 
 
+# a Sphinx role, :class:`~jaxgrid.env.Environment` or :func:`title <target>`, and ``code``
+_ROLE = re.compile(r":(?:[a-z]+:)?[a-z]+:`(~?)([^`<]*?)\s*(?:<[^`>]*>)?(?:\(\))?`")
+_CODE = re.compile(r"``(.+?)``", re.DOTALL)
+
+
+def _terminal(text: str) -> str:
+    """``text``, written as reStructuredText for the API reference, as plain terminal text: a
+    role becomes its target (the last name with ``~``, the title where one is given), a
+    code span its text, in single quotes where it has spaces (``jaxgrid: error: ...``)."""
+
+    def role(match: re.Match) -> str:
+        short, target = match.groups()
+        return target.rsplit(".", 1)[-1] if short else target
+
+    def code(match: re.Match) -> str:
+        inner = match.group(1)
+        return f"'{inner}'" if any(c.isspace() for c in inner) else inner
+
+    return _CODE.sub(code, _ROLE.sub(role, text))
+
+
+class _HelpFormatter(argparse.HelpFormatter):
+    """argparse's formatter with every description, epilog and help text in plain terminal
+    text (see :func:`_terminal`): they may come from docstrings."""
+
+    def _format_text(self, text: str) -> str:
+        return super()._format_text(_terminal(text))
+
+    def _expand_help(self, action: argparse.Action) -> str:
+        return _terminal(super()._expand_help(action))
+
+
 class _Parser(argparse.ArgumentParser):
     """An argument parser that raises its complaints as :class:`~jaxgrid.errors.UserError`
-    (one line, without the usage block); subcommand parsers are of this class too."""
+    (one line, without the usage block) and prints its help as plain text
+    (:class:`_HelpFormatter`); subcommand parsers are of this class too."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("formatter_class", _HelpFormatter)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str):
         raise UserError(message)
@@ -296,20 +340,43 @@ def _weightings(text: str) -> list[list[float]]:
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``jaxgrid`` command line: list, demo, train, eval, render."""
-    parser = _Parser(prog="jaxgrid", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("list", help="list the registered environments").set_defaults(func=_list)
-    demo = sub.add_parser("demo", help="roll the baselines of an environment and print a table")
-    demo.add_argument("--env", type=_env_name, default="voltage33-v0")
+    parser = _Parser(
+        prog="jaxgrid",
+        description=__doc__,
+        epilog="'jaxgrid COMMAND --help' shows a command's options.",
+    )
+    parser.add_argument(
+        "--import",
+        dest="imports",
+        action="append",
+        default=[],
+        metavar="MODULE",
+        help="import MODULE first (repeatable): it may register its own environments",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, title="commands", metavar="COMMAND")
+
+    def command(name: str, summary: str, func) -> argparse.ArgumentParser:
+        """A subcommand: ``summary`` is its line in ``jaxgrid --help`` and its own help's
+        description."""
+        subparser = sub.add_parser(name, help=summary, description=summary)
+        subparser.set_defaults(func=func)
+        return subparser
+
+    command("list", "list the registered environments", _list)
+    demo = command("demo", "roll the baselines of an environment and print a table", _demo)
+    demo.add_argument(
+        "--env", type=_env_name, default="voltage33-v0", help="registered environment name"
+    )
     demo.add_argument(
         "--envs", type=_at_least(1), default=256, help="environments run in parallel (vmap)"
     )
     demo.add_argument("--episodes", type=_at_least(1), default=1, help="episodes per environment")
-    demo.add_argument("--seed", type=int, default=0)
-    demo.set_defaults(func=_demo)
-    train = sub.add_parser("train", help="train PPO or IPPO, checkpoint, evaluate, plot")
+    demo.add_argument("--seed", type=int, default=0, help="PRNG seed")
+    train = command("train", "train PPO or IPPO, checkpoint, evaluate, plot", _train)
     train.add_argument("--env", type=_env_name, help="registered environment name")
-    train.add_argument("--algo", choices=["ppo", "ippo"])
+    train.add_argument(
+        "--algo", choices=["ppo", "ippo"], help="PPO on the centralised view, or IPPO per agent"
+    )
     train.add_argument("--total-steps", type=_at_least(1), help="environment steps per seed")
     train.add_argument("--seeds", type=_at_least(1), help="independent trainings, vmapped")
     train.add_argument("--seed", type=int, help="PRNG seed")
@@ -336,20 +403,17 @@ def build_parser() -> argparse.ArgumentParser:
         help="no progress bar or lines (a bar on a terminal, else a line every 5 s)",
     )
     train.add_argument("--tensorboard", action="store_true", help="also log to TensorBoard")
-    train.set_defaults(func=_train)
-    render = sub.add_parser("render", help="draw an environment after a baseline's steps")
+    render = command("render", "draw an environment after a baseline's steps", _render)
     render.add_argument("--env", required=True, type=_env_name, help="registered environment name")
     render.add_argument("--out", required=True, help=".png (the last state) or .gif (an episode)")
     render.add_argument("--panels", help="also draw the episode's panels into this .png")
     render.add_argument("--policy", help="baseline to run (default: the first non-random)")
     render.add_argument("--steps", type=_at_least(1), help="steps to run (default: one episode)")
     render.add_argument("--frames", type=_at_least(1), default=24, help="frames of a .gif")
-    render.add_argument("--seed", type=int, default=0)
-    render.set_defaults(func=_render)
-    evaluate = sub.add_parser("eval", help="evaluate a run's newest checkpoint on held-out days")
+    render.add_argument("--seed", type=int, default=0, help="PRNG seed")
+    evaluate = command("eval", "evaluate a run's newest checkpoint on held-out days", _eval)
     evaluate.add_argument("--run", required=True, help="run directory written by jaxgrid train")
     evaluate.add_argument("--episodes", type=_at_least(1), help="held-out episodes per policy")
-    evaluate.set_defaults(func=_eval)
     return parser
 
 
@@ -357,13 +421,32 @@ def main(argv: list[str] | None = None) -> int:
     """Run the ``jaxgrid`` command given by ``argv`` (default: the process's arguments);
     returns the exit status (2 after a :class:`~jaxgrid.errors.UserError`)."""
     try:
-        args = build_parser().parse_args(argv)
+        parser = build_parser()
+        _import_modules(parser, argv)
+        args = parser.parse_args(argv)
         with warnings.catch_warnings():
             warnings.showwarning = _one_line_warning
             return args.func(args)
     except UserError as e:
         print(f"jaxgrid: error: {e}", file=sys.stderr)
         return 2
+
+
+def _import_modules(parser: argparse.ArgumentParser, argv: list[str] | None) -> None:
+    """Import the ``--import`` modules before the rest of ``argv`` is parsed (the
+    ``--env`` names are checked against the registry as they are read)."""
+    before_command = argparse.ArgumentParser(add_help=False)
+    before_command.add_argument("--import", dest="imports", action="append", default=[])
+    known, _ = before_command.parse_known_args(argv)
+    if not known.imports:
+        return
+    if "" not in sys.path and str(Path.cwd()) not in sys.path:
+        sys.path.insert(0, str(Path.cwd()))
+    for name in known.imports:
+        try:
+            importlib.import_module(name)
+        except ImportError as e:
+            raise UserError(f"--import {name}: {e}") from None
 
 
 def _one_line_warning(message, category, filename, lineno, file=None, line=None) -> None:

@@ -1,18 +1,23 @@
-"""Optimisation over a network: economic dispatch / DC optimal power flow with LMPs.
+"""Optimisation over a network: the layer between the physics of :mod:`jaxgrid.grid` and
+the environments.
 
-- :func:`dcopf`: the dispatch of the generators at least cost within their limits, the
-  branch ratings and a reserve requirement, with shed load, spilled generation and
-  reserve shortfall priced rather than infeasible; returns a :class:`DispatchResult`
-  (dispatch in MW, cost in currency/h, LMPs in currency/MWh split into energy and
-  congestion, flows, binding limits, convergence);
+- :func:`dcopf`: economic dispatch / DC optimal power flow: the generators' dispatch at
+  least cost within their limits, the branch ratings and a reserve requirement, with
+  shed load, spilled generation and reserve shortfall priced rather than infeasible;
+  returns a :class:`DispatchResult` (dispatch in MW, cost in currency/h, LMPs in
+  currency/MWh split into energy and congestion, flows, binding limits, convergence);
 - :class:`DCOPFParams`: the value of lost load and the other prices of infeasibility;
 - :func:`monitored_branches`: the branches whose limits can bind (host side), which
-  keeps the solver's linear algebra small.
+  keeps the solver's linear algebra small;
+- :func:`acopf`: AC optimal power flow (an interior point method with JAX derivatives,
+  jittable and vmappable), returning an :class:`ACOPFResult` with the dispatch, LMPs and
+  constraint violations.
 
-Built on :mod:`jaxgrid.grid` (the :class:`~jaxgrid.grid.Network`, its PTDF); nothing here
-knows about reinforcement learning.
+Built on :mod:`jaxgrid.grid` (the :class:`~jaxgrid.grid.Network`, its PTDF and
+admittances); nothing here knows about reinforcement learning.
 """
 
+from jaxgrid.dispatch.acopf import ACOPFResult, acopf
 from jaxgrid.dispatch.dcopf import DCOPFParams, DispatchResult, dcopf, monitored_branches
 
-__all__ = ["DCOPFParams", "DispatchResult", "dcopf", "monitored_branches"]
+__all__ = ["ACOPFResult", "DCOPFParams", "DispatchResult", "acopf", "dcopf", "monitored_branches"]

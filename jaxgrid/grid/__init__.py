@@ -14,11 +14,12 @@
 
 Meshed networks: :class:`Network` (buses, branches with taps and phase shifts,
 generators with cost curves) from :func:`network_from_matpower` (a file, or a bundled
-case of :data:`TRANSMISSION_CASES`), and :func:`bus_admittance`; the DC model:
-:func:`dcpf` (angles in degrees, flows in MW, a :class:`DCPowerFlowResult`),
-:func:`dc_matrices`, and its sensitivities :func:`ptdf` (MW per MW injected),
-:func:`shift_flow_mw` and :func:`lodf` (with the bridges, whose outage islands part of
-the network, flagged).
+case of :data:`TRANSMISSION_CASES`) or :func:`network_from_pandapower` (a pandapower
+network: lines, two-winding transformers, switches, gens, sgens, loads, shunts, costs),
+and :func:`bus_admittance`; the DC model: :func:`dcpf` (angles in degrees, flows in MW,
+a :class:`DCPowerFlowResult`), :func:`dc_matrices`, and its sensitivities :func:`ptdf`
+(MW per MW injected), :func:`shift_flow_mw` and :func:`lodf` (with the bridges, whose
+outage islands part of the network, flagged).
 
 Loads are in MW and Mvar, positive = consumption, one entry per bus in the feeder's bus
 order. Nothing here knows about reinforcement learning.
@@ -46,6 +47,7 @@ from jaxgrid.grid.lindistflow import lindistflow
 from jaxgrid.grid.matpower import from_matpower, load_case
 from jaxgrid.grid.network import Network, branch_admittances, bus_admittance
 from jaxgrid.grid.network_matpower import TRANSMISSION_CASES, network_from_matpower
+from jaxgrid.grid.network_pandapower import network_from_pandapower
 from jaxgrid.grid.pandapower_io import from_pandapower, to_pandapower
 from jaxgrid.grid.result import PowerFlowResult
 from jaxgrid.grid.sensitivity import lodf, ptdf, shift_flow_mw
@@ -60,6 +62,7 @@ __all__ = [
     "branch_admittances",
     "bus_admittance",
     "network_from_matpower",
+    "network_from_pandapower",
     "PowerFlowResult",
     "branch_loading",
     "case33bw",

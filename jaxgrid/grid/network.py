@@ -32,6 +32,12 @@ PIECEWISE_LINEAR, POLYNOMIAL = 1, 2  # MATPOWER's gencost models
 class Network:
     """A meshed AC network (see the module docstring).
 
+    Its arrays are NumPy arrays until it is traced. Use one ``Network`` object in one
+    precision: jax 0.10 reuses the conversion of a closed-over NumPy array by the array
+    object, so tracing the same object under ``jax.enable_x64`` and then without can put
+    float64 constants into a float32 program that fails to lower. The builders return a
+    separate object per precision.
+
     Attributes:
         base_mva: ``()`` system base power, MVA.
         bus_ids: ``(n_bus,)`` original bus numbers.

@@ -4,10 +4,10 @@ The same file reader as the radial feeders (:func:`~jaxgrid.grid.matpower.load_c
 a case's own MATLAB unit conversions run too), another model: every bus, branch and
 generator of the file, in its row order, out-of-service ones included with their
 status. MATPOWER's conventions are applied as MATPOWER applies them: a tap ratio of 0
-means 1, a RATE_A of 0 means no limit, angle-difference limits at or beyond ±360° mean
-none. ``mpc.gencost`` gives each generator a polynomial cost of degree at most 2 or a
-piecewise-linear one; rows beyond the first ``n_gen`` (reactive power costs) are not
-read.
+means 1, a RATE_A of 0 means no limit, an angle-difference limit of 0 or at or beyond
+±360° means none (MATPOWER's ``makeAang``). ``mpc.gencost`` gives each generator a
+polynomial cost of degree at most 2 or a piecewise-linear one; rows beyond the first
+``n_gen`` (reactive power costs) are not read.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import functools
 from importlib import resources
 from pathlib import Path
 
+import jax
 import numpy as np
 
 from jaxgrid.grid.matpower import _bus_numbers, load_case
@@ -46,12 +47,16 @@ def network_from_matpower(path) -> Network:
             table and row.
     """
     if str(path) in TRANSMISSION_CASES:
-        return _bundled(str(path))
+        return _bundled(str(path), bool(jax.config.jax_enable_x64))
     return _read(Path(path))
 
 
 @functools.cache
-def _bundled(name: str) -> Network:
+def _bundled(name: str, x64: bool) -> Network:
+    """The bundled case, read once per precision: jax 0.10 caches the conversion of a
+    closed-over NumPy array by the array object, so the same arrays traced under
+    ``jax.enable_x64`` and then without gave float64 constants inside float32 programs
+    that failed to lower."""
     folder = resources.files("jaxgrid.grid") / "cases" / "transmission"
     with resources.as_file(folder / f"{name}.m") as path:
         return _read(path)
@@ -110,8 +115,8 @@ def _read(path: Path) -> Network:
     ratio = np.where(branch[:, 8] == 0, 1.0, branch[:, 8])
     rate = np.where(branch[:, 5] == 0, np.inf, branch[:, 5])
     if branch.shape[1] >= 13:
-        angmin = np.where(branch[:, 11] <= -360, -np.inf, branch[:, 11])
-        angmax = np.where(branch[:, 12] >= 360, np.inf, branch[:, 12])
+        angmin = np.where((branch[:, 11] <= -360) | (branch[:, 11] == 0), -np.inf, branch[:, 11])
+        angmax = np.where((branch[:, 12] >= 360) | (branch[:, 12] == 0), np.inf, branch[:, 12])
     else:
         angmin, angmax = np.full(len(branch), -np.inf), np.full(len(branch), np.inf)
     f64 = functools.partial(np.asarray, dtype=np.float64)

@@ -34,6 +34,17 @@ _UNSUPPORTED = (
 )
 
 
+# pandapower's columns of a load's voltage-dependent (constant impedance or current) parts
+LOAD_DEPENDENCE = (
+    "const_z_p_percent",
+    "const_z_q_percent",
+    "const_i_p_percent",
+    "const_i_q_percent",
+    "const_z_percent",
+    "const_i_percent",
+)
+
+
 def _live(table):
     return table[table["in_service"].astype(bool)] if "in_service" in table else table
 
@@ -133,14 +144,7 @@ def from_pandapower(net) -> Feeder:
         load = _live(net.load)
         dependent = [
             c
-            for c in (
-                "const_z_p_percent",
-                "const_z_q_percent",
-                "const_i_p_percent",
-                "const_i_q_percent",
-                "const_z_percent",
-                "const_i_percent",
-            )
+            for c in LOAD_DEPENDENCE
             if c in load and np.any(load[c].fillna(0).to_numpy(float) != 0)
         ]
         if dependent:

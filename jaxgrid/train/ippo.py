@@ -3,7 +3,12 @@
 Every agent runs PPO on its own observation, reward and advantage, with one policy shared
 by all agents of a device type: agents of different types (a battery beside a PV
 inverter) get different networks, agents of one type share theirs and are told apart by
-a one-hot agent id appended to the observation. The training program is
+a learned per-agent bias on the first hidden layer (``PPOConfig.agent_ids``, on by
+default; :mod:`jaxgrid.train.networks`). The observation is left as it is: each agent of a
+type with more than one agent adds its own row of a ``(agents of the type, first-layer
+width)`` parameter to the first layer's pre-activations, in the actor's and in the critic's
+MLP (in the one MLP they share with ``shared_torso``). That gives the function a one-hot agent id appended to the observation would, without
+the products with its zeros. The training program is
 :mod:`jaxgrid.train.ppo`'s with the agents kept as a batch axis instead of merged into one
 centralised controller.
 """

@@ -2,11 +2,13 @@
 
 :class:`ActorCritic` maps observations ``(..., n_agents, obs_dim)`` to a policy's
 distribution parameters ``(..., n_agents, ...)`` and values ``(..., n_agents)``. All
-agents of one type share a network; with ``agent_ids`` each agent also has its own
-learned bias on the first hidden layer, so that a shared network can still tell agents
-apart (IPPO). That bias is exactly what appending a one-hot agent index to the
-observation would add, without multiplying the zeros of the one-hot. A single agent
-(PPO) is the case ``n_agents = 1``.
+agents of one type share a network; with ``agent_ids`` each agent of a type with more
+than one agent also has its own learned bias on the first hidden layer (``agent_bias``,
+``(agents of the type, width)``, added before the tanh in the actor's and the critic's
+MLP), so that a shared network can still tell agents apart (IPPO). Observations are not
+extended: the bias adds what a one-hot agent index appended to the observation would add
+through the first layer's kernel, without multiplying the zeros of the one-hot. A single
+agent (PPO) is the case ``n_agents = 1``, without a bias.
 
 Mixed precision: with ``compute_dtype="bfloat16"`` the layers' products and activations
 run in bfloat16 while the parameters stay float32 (so the optimiser's state and updates
@@ -83,7 +85,8 @@ class ActorCritic(nn.Module):
         agent_type: static index of each agent's type, length ``n_agents``.
         n_out: distribution parameters per agent (e.g. ``2 * act_dim`` for a Beta).
         hidden: hidden layer widths.
-        agent_ids: give each agent of a type its own first-layer bias.
+        agent_ids: give each agent of a type with more than one agent its own learned
+            first-layer bias (the observation is not extended).
         shared_torso: actor and critic heads on one MLP per type.
         compute_dtype: dtype of the products and activations ("float32", "bfloat16");
             ``None`` computes in the observation's dtype.

@@ -20,7 +20,8 @@ reward weightings). The functions below read in the order they run:
 Agents are a batch axis: observations ``(envs, agents, obs_dim)``, one network per agent
 type (:mod:`jaxgrid.train.networks`). Single-agent PPO runs on the centralised view of an
 environment (:class:`jaxgrid.wrappers.CentralisedWrapper`); IPPO (:mod:`.ippo`) on the
-agents themselves with agent-id features.
+agents themselves, the agents of a type told apart by a learned per-agent bias on the
+first hidden layer (``agent_ids``).
 """
 
 from __future__ import annotations
@@ -78,6 +79,8 @@ class PPOConfig:
     log_std_init: float = 0.0  # the Gaussian's initial log standard deviation (half-ranges)
     normalize_obs: bool = True
     normalize_reward: bool = True
+    # IPPO: each agent of a type with several agents learns its own bias on the first hidden
+    # layer (jaxgrid.train.networks), which tells agents apart as a one-hot id would
     agent_ids: bool = True
     # each agent learns from (1 - team_spirit) * its reward + team_spirit * the agents' mean
     # reward (OpenAI Five's team spirit): 0 is independent learners, 1 a cooperative team

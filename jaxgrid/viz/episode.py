@@ -1,5 +1,6 @@
-"""An episode as stacked panels: voltages, device powers, state of charge, prices, rewards
-per objective, costs."""
+"""An episode as stacked panels, each drawn only where the trajectory's ``info`` holds its
+data (bus voltages, powers, state of charge, prices), then the rewards per objective and the
+costs (see :func:`episode_figure`)."""
 
 from __future__ import annotations
 
@@ -16,8 +17,22 @@ def _masked_mean(values, mask):
 
 
 def episode_figure(env, trajectory, v_band=(0.95, 1.05)):
-    """A matplotlib figure of one environment's trajectory (leading axis = time): only the
-    panels the environment has data for."""
+    """A matplotlib figure of one environment's trajectory (leading axis = time), its panels
+    stacked top to bottom in this order, each only where its data is there:
+
+    - voltage, where ``info`` has ``vm_pu`` ``(time, buses)``: the band between the lowest and
+      the highest bus, the mean bus, and ``v_band`` (pu) as dashed lines;
+    - power: every ``info`` entry ending in ``_mw`` or ``_mvar`` with one or two axes, a line
+      per column, in MW or Mvar — whatever the environment reports, feeder totals
+      (``import_mw``, ``loss_mw``) as well as devices (``p_pv_mw``, ``q_mvar``);
+    - state of charge, where ``info`` has ``soc``: a line per column, unlabelled;
+    - price: the first column of ``info``'s ``price`` and ``available_energy``;
+    - objectives, always: each of ``env.objective_names``, averaged over the agents it is
+      active for (``objective_mask``);
+    - costs, where ``env.cost_names`` is not empty: each cost summed over the agents.
+
+    An environment that keeps its devices' powers, state of charge or prices out of
+    ``info`` gets no panel for them."""
     from matplotlib.figure import Figure
 
     info = {k: np.asarray(v) for k, v in trajectory.info.items() if hasattr(v, "shape")}
@@ -79,5 +94,7 @@ def episode_figure(env, trajectory, v_band=(0.95, 1.05)):
 
 
 def render_episode(env, trajectory, v_band=(0.95, 1.05)) -> np.ndarray:
-    """:func:`episode_figure` as a ``(height, width, 3)`` uint8 array."""
+    """:func:`episode_figure` as a ``(height, width, 3)`` uint8 array: the panels for which
+    ``trajectory.info`` has data (voltage, power, state of charge, price), then objectives
+    and costs."""
     return figure_to_rgb(episode_figure(env, trajectory, v_band))

@@ -223,5 +223,3 @@ def test_cost_grows_with_load(solvers, scale, more):
         r = solvers["limited"](np.stack([pd, more * pd]))
         assert np.all(np.asarray(r.converged))
         assert float(r.cost[1]) >= float(r.cost[0]) - 1e-6 * abs(float(r.cost[0]))
-
-

@@ -79,6 +79,8 @@ def test_tables_keep_bus_numbers_statuses_and_matpower_conventions():
     assert np.all(np.asarray(network.tap) > 0)  # a ratio of 0 in the file means 1
     case118 = network_from_matpower("case118")
     assert np.all(np.isfinite(case118.rate_mva)) or np.any(np.isinf(case118.rate_mva))
+    activsg = network_from_matpower("case_ACTIVSg200")  # ANGMIN = ANGMAX = 0: no limits
+    assert np.all(np.isinf(activsg.angmin_deg)) and np.all(np.isinf(activsg.angmax_deg))
     pegase = network_from_matpower("case1354pegase")  # infinite Q limits are no limit
     assert np.isinf(pegase.qmax_mvar[125]) and np.isinf(pegase.qmin_mvar[125])
     summary = network_from_matpower("case9").summary()
@@ -106,3 +108,34 @@ def _edited(tmp_path, old, new, name="case9"):
 def test_bad_input_is_one_error_naming_the_row(tmp_path, old, new, message):
     with pytest.raises(ValueError, match=message):
         network_from_matpower(_edited(tmp_path, old, new))
+
+
+ADMITTANCE_FLOAT32_AFTER_FLOAT64 = """
+import jax, jax.numpy as jnp, numpy as np
+from jaxgrid.grid import network_from_matpower
+from jaxgrid.grid.network import branch_admittances
+
+statuses = np.ones((2, 41), bool)
+
+def admittances(on):
+    network = network_from_matpower("case30")
+    return branch_admittances(network.replace(branch_in_service=on))
+
+with jax.enable_x64(True):
+    wide = jax.jit(jax.vmap(admittances))  # kept alive, as a test fixture or a notebook does
+    wide(statuses[:1])
+assert all(y.dtype == jnp.complex64 for y in jax.jit(jax.vmap(admittances))(statuses))
+"""
+
+
+def test_float32_admittances_while_a_float64_program_lives():
+    """A bundled case read and traced under ``jax.enable_x64`` (kept alive), then read and
+    traced in float32: the cache handed back the same NumPy arrays, jax 0.10 reused their
+    float64 conversion, and the float32 program failed to lower. In a fresh process, so
+    that the suite's other traces cannot hide it."""
+    import subprocess
+    import sys
+
+    script = ADMITTANCE_FLOAT32_AFTER_FLOAT64
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr[-2000:]

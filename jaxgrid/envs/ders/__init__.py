@@ -88,8 +88,10 @@ def make_ders(
             availability and the price (currency/MWh) (:mod:`jaxgrid.data.csv_profiles`),
             given together; they replace the SimBench year.
         power_flow_penalty: reward lost per agent, on a step whose power flow fails,
-            for that step and for each step the episode loses (it ends there): more than
-            the mean reward of random actions, -3.8 (ders33) and -8.5 (ders141) a step.
+            for that step and for each step the episode loses (it ends there). Random
+            actions average -4.85 a step on ders33-v0 and -10.4 on ders141-v0 (512
+            episodes x 2 seeds), so the default 10 is above the first and about equal to
+            the second; no power flow failed in 10,000 random steps of either.
     """
     if scenario not in SCENARIOS:
         raise ValueError(f"unknown DER scenario {scenario!r}; expected one of {list(SCENARIOS)}")

@@ -18,7 +18,7 @@ ones before it did (a ``lax.scan`` over agents); then the world updates once
 (pollution at the flowers' current stages, then growth: :mod:`.world`).
 
 **Observation.** ``{"observation": (n, H, W, 7) or (n, 2r + 1, 2r + 1, 7) in [0, 1],
-"action_mask": (n, 6 + T) bool}`` after the turn (:mod:`.observation`); the mask is
+"action_mask": (n, 6 + T) bool}`` after the turn (:mod:`jaxgrid.envs.gardeners.observation`); the mask is
 the peer's and suits the trainer's masked categorical policy.
 
 **Objectives.** ``ecology``, ``wellbeing``, ``biodiversity`` (:mod:`.rewards`), each

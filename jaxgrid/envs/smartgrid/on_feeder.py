@@ -11,8 +11,9 @@ ratings where the case has none) join the ethical objectives, which are unchange
 
 A power flow with no solution (voltage collapse) ends the episode with the reward
 ``-power_flow_penalty`` for the failed step and every step it cuts off (default 0.05 a
-step, more than the rewards of all but 1 % of random steps), ``info["power_flow_failed"]`` and the ``power_flow`` cost; the state
-keeps the last solved voltages.
+step; over 8 random episodes of 10,000 steps, 58 % of the steps' rewards are above it),
+``info["power_flow_failed"]`` and the ``power_flow`` cost; the state keeps the last
+solved voltages.
 """
 
 from __future__ import annotations

@@ -27,7 +27,7 @@ from jaxgrid.rewards.voltage_barrier import BARRIERS
 # farthest-point sampling of path resistance, zones.spread_buses), installed PV peak as a
 # multiple of the feeder's total base load, and the load multiplier (the SimBench load
 # profiles peak at 1 but average about 0.15 to 0.35). Chosen so that, on the measured
-# year, no control keeps every bus in the band only 67-79 % of the time (midday
+# year, no control keeps every bus in the band only 68-77 % of the time (midday
 # overvoltage, evening undervoltage) while volt-var droop reaches 95-99 %.
 SCENARIOS = {
     "voltage33": dict(case="case33bw", n_pv=6, pv_penetration=5.0, load_scale=2.5),
