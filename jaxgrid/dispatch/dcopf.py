@@ -32,8 +32,11 @@ the dense normal matrix ``Q + Theta_x + G' Theta_G G`` (variables x variables, `
 monitored lines' PTDF rows and the reserve row) by Cholesky. Eliminating the variables
 instead (a system the size of the monitored lines, far cheaper) lost the accuracy of the
 Newton directions near degenerate solutions with load shed at partial buses (the dual
-residual stalled near 1e3 on case9 with six tightened lines), so the variables' system it
-is: its cost grows with the cube of ``n_gen + 2 n_bus``. Pass ``monitored`` (the
+residual stalled near 1e3 on case9 with six tightened lines; tried again with the
+row-space normal equations of LP interior point methods, a proximal term and two steps of
+iterative refinement: 25x faster on case118 and the cost right to 1e-12, but the dual
+residual still stalled at 2e2-1e4 on case9, since the dual steps of variables at a bound
+are recovered from their tiny primal steps), so the variables' system it is: its cost grows with the cube of ``n_gen + 2 n_bus``. Pass ``monitored`` (the
 branches whose limits can bind, e.g. :func:`monitored_branches`) to keep ``G`` small.
 
 Why not a JAX solver library (measured on this 2-core CPU, case118 with six lines
