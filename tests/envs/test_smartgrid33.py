@@ -3,6 +3,7 @@
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 import jaxgrid
 from jaxgrid.grid import distflow
@@ -35,3 +36,33 @@ def test_buildings_draw_through_the_feeder():
         np.asarray(expected.vm_pu) - 1.05, 0
     )
     np.testing.assert_allclose(info["costs"][:, 0], outside.sum(), atol=1e-5)
+
+
+def test_solver_and_penalty_are_arguments_like_the_other_feeder_envs():
+    """``solver``, ``distflow_iterations`` and ``power_flow_penalty`` reach the env as for
+    dso33-v0 and ders141-v0 (make() refused them before)."""
+    from jaxgrid.grid import lindistflow
+    from jaxgrid.grid.solvers import SOLVERS
+
+    env, params = jaxgrid.make(
+        "smartgrid33-v0", solver="lindistflow", power_flow_penalty=0.2, distflow_iterations=7
+    )
+    assert int(params.solver) == SOLVERS["lindistflow"]
+    assert float(params.power_flow_penalty) == pytest.approx(0.2) and env.distflow_iterations == 7
+    _, state = env.reset(KEY, params)
+    action = env.action_space(params).sample(KEY)
+    _, _, _, _, _, info = env.step_env(KEY, state, action, params)
+    e = np.asarray(info["enacted_action"])
+    draw_mw = (
+        (e[:, 0] + e[:, 2] + e[:, 4] - e[:, 3] - e[:, 5]) * 1e-6 * float(params.buildings_per_agent)
+    )
+    f = params.feeder
+    p = 0.5 * np.asarray(f.p_load_mw)
+    q = 0.5 * np.asarray(f.q_load_mvar)
+    bus = np.asarray(params.agent_bus)
+    np.add.at(p, bus, draw_mw)
+    np.add.at(q, bus, draw_mw * np.tan(np.arccos(0.95)))
+    linear = lindistflow(f, jnp.asarray(p, jnp.float32), jnp.asarray(q, jnp.float32))
+    exact = distflow(f, jnp.asarray(p, jnp.float32), jnp.asarray(q, jnp.float32), iterations=7)
+    np.testing.assert_allclose(info["vm_pu"], linear.vm_pu, atol=1e-6)
+    assert float(jnp.max(jnp.abs(linear.vm_pu - exact.vm_pu))) > 1e-4  # a different model

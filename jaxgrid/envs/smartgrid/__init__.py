@@ -239,13 +239,30 @@ def make_smartgrid33(
     abort: dict | None = None,
     feeder: str = "case33bw",
     agent_buses: tuple[int, ...] | None = None,
+    power_flow_penalty: float = 0.05,
+    solver: str = "distflow",
+    distflow_iterations: int = 5,
     **society,
 ):
     """``smartgrid-v0``'s society on case33bw or your ``feeder``, agents at ``agent_buses``
-    (see :func:`.on_feeder.on_feeder`); ``abort`` bounds the bus voltages, ``society``
-    takes :func:`make_smartgrid`'s arguments."""
+    (see :func:`.on_feeder.on_feeder`); ``abort`` bounds the bus voltages;
+    ``power_flow_penalty`` is the reward lost per agent and lost step when a power flow
+    fails; ``solver`` ``"distflow"`` (``distflow_iterations`` sweeps, Newton-Raphson where
+    they do not converge) or ``"lindistflow"``; ``society`` takes :func:`make_smartgrid`'s
+    arguments."""
     env, params = make_smartgrid(**{"name": "smartgrid-v0", **society})
-    return on_feeder(env, params, buildings_per_agent, background_share, abort, feeder, agent_buses)
+    return on_feeder(
+        env,
+        params,
+        buildings_per_agent,
+        background_share,
+        abort,
+        feeder,
+        agent_buses,
+        power_flow_penalty,
+        solver,
+        distflow_iterations,
+    )
 
 
 # the society's arguments are part of smartgrid33's signature (make() checks overrides)

@@ -28,10 +28,9 @@ from jaxgrid.devices.prosumer import BUY, GIVE, GRID, SELL, STORE
 from jaxgrid.env import Environment, Transition
 from jaxgrid.envs.smartgrid.env import SmartGrid
 from jaxgrid.envs.smartgrid.types import SmartgridParams, SmartgridState
-from jaxgrid.grid.fallback import distflow_with_fallback
 from jaxgrid.grid.feeder import Feeder
 from jaxgrid.grid.limits import branch_loading, voltage_violation_pu
-from jaxgrid.grid.solvers import hold_failed
+from jaxgrid.grid.solvers import SOLVERS, hold_failed, solve_feeder
 from jaxgrid.rewards.abort import AbortConditions
 from jaxgrid.types import Array
 from jaxgrid.validation import validate_params
@@ -54,6 +53,8 @@ class FeederParams:
     power_factor: ``()`` of the buildings' draw.
     v_lower, v_upper: ``()`` voltage band, pu.
     power_flow_penalty: ``()`` reward lost per agent and step lost when a power flow fails.
+    solver: ``()`` int32 ``DISTFLOW`` or ``LINDISTFLOW``
+        (:data:`jaxgrid.grid.solvers.SOLVERS`).
     abort: bounds on the lowest and highest bus voltage (off by default).
     """
 
@@ -66,6 +67,7 @@ class FeederParams:
     v_lower: Array
     v_upper: Array
     power_flow_penalty: Array
+    solver: Array
     abort: AbortConditions
 
 
@@ -135,7 +137,7 @@ class SmartGridOnFeeder(Environment):
     def power_flow(self, enacted: Array, params: FeederParams):
         """The feeder solved for the bus loads of the agents' enacted actions."""
         p, q = self.bus_loads(enacted, params)
-        return distflow_with_fallback(params.feeder, p, q, sweeps=self.distflow_iterations)
+        return solve_feeder(params.feeder, p, q, params.solver, self.distflow_iterations)
 
     def observe(self, state: FeederState, params: FeederParams):
         inner = self.society.observe(state.society, params.society)
@@ -194,10 +196,16 @@ def on_feeder(
     feeder: str = "case33bw",
     agent_buses: tuple[int, ...] | None = None,
     power_flow_penalty: float = 0.05,
+    solver: str = "distflow",
+    distflow_iterations: int = 5,
 ):
     """Place a smartgrid society on ``feeder`` (a bundled case name, a MATPOWER ``.m`` or a
     pandapower ``.json`` file): agent ``i`` at ``agent_buses[i]`` (the feeder data's bus
-    numbers), by default at the ``i``-th load bus."""
+    numbers), by default at the ``i``-th load bus; the power flow by ``solver``
+    (``"distflow"``, ``distflow_iterations`` sweeps then Newton-Raphson where they do not
+    converge, or ``"lindistflow"``)."""
+    if solver not in SOLVERS:
+        raise ValueError(f"unknown solver {solver!r}; expected one of {list(SOLVERS)}")
     import numpy as np
 
     from jaxgrid.envs.ders import assumed_ratings
@@ -227,7 +235,8 @@ def on_feeder(
         v_lower=np.float64(0.95),
         v_upper=np.float64(1.05),
         power_flow_penalty=np.float64(power_flow_penalty),
+        solver=np.int32(SOLVERS[solver]),
         abort=AbortConditions.create(SmartGridOnFeeder.abort_names, **(abort or {})),
     )
     fp = jax.tree_util.tree_map(jnp.asarray, fp)
-    return SmartGridOnFeeder(society, fp), fp
+    return SmartGridOnFeeder(society, fp, distflow_iterations), fp

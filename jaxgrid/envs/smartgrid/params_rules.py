@@ -9,6 +9,7 @@ from jaxgrid.envs.smartgrid.types import (
     Schedule,
     SmartgridParams,
 )
+from jaxgrid.grid.solvers import SOLVERS
 from jaxgrid.rewards.argumentation import JUDGMENTS
 from jaxgrid.validation import (
     Index,
@@ -62,4 +63,5 @@ declare(
     Range("power_factor", gt=0, le=1),
     *voltage_band(),
     Range("power_flow_penalty", ge=0, unit="(reward lost on a failed power flow)"),
+    code_of("solver", SOLVERS),
 )
