@@ -54,6 +54,8 @@ def make(name: str, **overrides: Any) -> tuple[Environment, Any]:
     ``overrides`` are the keyword arguments the environment's factory accepts (its
     docstring lists them); an unknown one is an error, never silently ignored. The params
     are validated (:func:`jaxgrid.validation.validate_params`) before they are returned.
+    An environment whose factory gave it no name takes ``name`` (``env.name``: the id
+    that evaluation records, logs and error messages show).
     """
     check_registered(name)
     factory = _REGISTRY[name]
@@ -64,6 +66,8 @@ def make(name: str, **overrides: Any) -> tuple[Environment, Any]:
         accepted = [p for p in signature.parameters if not p.startswith("_")]
         raise ValueError(f"make({name!r}): {err}; accepted overrides: {accepted}") from None
     env, params = factory(**overrides)
+    if getattr(env, "_name", None) is None:
+        env._name = name
     validate_params(env, params)
     return env, params
 

@@ -25,6 +25,13 @@ def test_make_builds_env_and_params(tanks_registered):
     assert jaxgrid.list_envs() == sorted(jaxgrid.list_envs())
 
 
+def test_an_env_registered_without_a_name_takes_its_id(tanks_registered):
+    env, _ = jaxgrid.make("tanks-v0")
+    assert env.name == "tanks-v0"  # was the class name, "Tanks"
+    named, _ = jaxgrid.make("smartgrid-scarce-v0")
+    assert named.name == "smartgrid-scarce-v0"  # a name the factory set is kept
+
+
 def test_unknown_name_suggests_close_matches(tanks_registered):
     with pytest.raises(ValueError, match=r"unknown environment 'tank-v0'; did you mean 'tanks-v0'"):
         jaxgrid.make("tank-v0")
