@@ -1,6 +1,6 @@
 """Wrappers: episode logging, a centralised single-agent view, observation normalisation
 and flattening, a fixed reward scalarisation, declared observations and actions, devices grouped into
-agents."""
+agents, Sauté safety budgets."""
 
 from jaxgrid.wrappers.base import Wrapper
 from jaxgrid.wrappers.centralised import CentralisedWrapper
@@ -9,6 +9,7 @@ from jaxgrid.wrappers.flatten import FlattenObservation
 from jaxgrid.wrappers.groups import GroupAgents
 from jaxgrid.wrappers.log import LogState, LogWrapper
 from jaxgrid.wrappers.normalize import NormalizeObservation, NormalizeState
+from jaxgrid.wrappers.saute import Saute, SauteParams, SauteState
 from jaxgrid.wrappers.scalarise import ScalariseReward
 
 __all__ = [
@@ -22,6 +23,9 @@ __all__ = [
     "NormalizeObservation",
     "NormalizeState",
     "ObservationEntry",
+    "Saute",
+    "SauteParams",
+    "SauteState",
     "ScalariseReward",
     "Wrapper",
 ]
