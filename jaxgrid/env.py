@@ -132,6 +132,7 @@ class Environment(abc.ABC, Generic[TState, TParams]):
     def num_agents(self) -> int:
         return len(self.agents)
 
+    forecast_names: tuple[str, ...] = ()  # exogenous series a forecast can show, with units
     _name: str | None = None  # set by environments built under a registered name
     _default_params: Any = None  # set by environments given their defaults when built
 
@@ -216,6 +217,12 @@ class Environment(abc.ABC, Generic[TState, TParams]):
         """A critic's global view ``(world_dim,)``; by default all observations, flattened."""
         leaves = jax.tree_util.tree_leaves(self.observe(state, params))
         return jnp.concatenate([jnp.ravel(x).astype(jnp.result_type(float)) for x in leaves])
+
+    def exogenous_ahead(self, state: TState, params: TParams, steps: Array) -> Array:
+        """``(len(steps), len(forecast_names))`` the exogenous series (loads, PV, prices:
+        :attr:`forecast_names`) ``steps`` steps after the inputs of the state's next step,
+        as they will be; :class:`~jaxgrid.wrappers.Forecast` adds forecast errors."""
+        raise NotImplementedError(f"{self.name} has no exogenous series to forecast")
 
     # -- the contract, shared by all environments -------------------------------------
 

@@ -1,11 +1,12 @@
 """Wrappers: episode logging, a centralised single-agent view, observation normalisation
 and flattening, a fixed reward scalarisation, declared observations and actions, devices grouped into
-agents, Sauté safety budgets."""
+agents, Sauté safety budgets, forecasts of the exogenous series."""
 
 from jaxgrid.wrappers.base import Wrapper
 from jaxgrid.wrappers.centralised import CentralisedWrapper
 from jaxgrid.wrappers.declared import ActionEntry, DeclaredSpaces, ObservationEntry
 from jaxgrid.wrappers.flatten import FlattenObservation
+from jaxgrid.wrappers.forecast import Forecast, ForecastParams
 from jaxgrid.wrappers.groups import GroupAgents
 from jaxgrid.wrappers.log import LogState, LogWrapper
 from jaxgrid.wrappers.normalize import NormalizeObservation, NormalizeState
@@ -17,6 +18,8 @@ __all__ = [
     "CentralisedWrapper",
     "DeclaredSpaces",
     "FlattenObservation",
+    "Forecast",
+    "ForecastParams",
     "GroupAgents",
     "LogState",
     "LogWrapper",

@@ -27,6 +27,7 @@ policy's profit can be reported as a share of the best possible.
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 from flax import struct
@@ -108,6 +109,13 @@ class Arbitrage(Environment):
         """``length`` prices from profile row ``row`` (wrapping around the year)."""
         series = params.profiles.price[:, params.price_column]
         return series[(row + jnp.arange(length)) % series.shape[0]].astype(float_dtype())
+
+    forecast_names = ("price",)
+
+    def exogenous_ahead(self, state, params: ArbitrageParams, steps):
+        """The price (the profile's units, per MWh) ``steps`` ahead: ``(len(steps), 1)``."""
+        rows = state.start + state.time + jnp.asarray(steps)
+        return jax.vmap(lambda row: self.prices(row, params, 1))(rows)
 
     def baselines(self, params: ArbitrageParams) -> dict:
         """Random, idle (no control) and a price-threshold heuristic."""

@@ -231,6 +231,18 @@ class DERs(Environment):
         price = prof.price[row, params.price_column].astype(dtype)
         return p, q, pv, household, price
 
+    forecast_names = ("load_mw", "pv_available_mw", "price")
+
+    def exogenous_ahead(self, state, params: DERsParams, steps):
+        """Total load and available PV, MW, and the price (the profile's units, per
+        MWh) ``steps`` ahead: ``(len(steps), 3)``."""
+
+        def at(row):
+            p, _, pv, _, price = self.exogenous(row, params)
+            return jnp.stack([jnp.sum(p), jnp.sum(pv), price])
+
+        return jax.vmap(at)(state.start + state.time + jnp.asarray(steps))
+
     def power_flow(self, p, q, params: DERsParams):
         """The feeder solved for bus injections ``p`` (MW) and ``q`` (Mvar), by the solver
         ``params`` choose (nonlinear DistFlow or LinDistFlow)."""

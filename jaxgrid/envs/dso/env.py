@@ -38,6 +38,7 @@ and ``info["power_flow_failed"]``; the state keeps the last solved voltages and 
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 from flax import struct
@@ -163,6 +164,13 @@ class DSO(Environment):
         return (scale * params.feeder.p_load_mw).astype(dtype), (
             scale * params.feeder.q_load_mvar
         ).astype(dtype)
+
+    forecast_names = ("load_mw",)
+
+    def exogenous_ahead(self, state, params: DSOParams, steps):
+        """Total load, MW, ``steps`` ahead: ``(len(steps), 1)``."""
+        rows = state.start + state.time + jnp.asarray(steps)
+        return jax.vmap(lambda row: jnp.sum(self.loads(row, params)[0])[None])(rows)
 
     def power_flow(self, p, q, params: DSOParams):
         """The feeder solved for bus injections ``p`` (MW) and ``q`` (Mvar), by the solver

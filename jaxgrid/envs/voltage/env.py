@@ -43,6 +43,7 @@ episode is MAPDN's controllable ratio CR, the mean ``|q|`` its QL.
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -121,6 +122,17 @@ class VoltageControl(Environment):
         q_load = (scale * params.feeder.q_load_mvar).astype(dtype)
         p_pv = (params.pv_p_max_mw * prof.pv[row][params.pv_profile]).astype(dtype)
         return p_load, q_load, p_pv
+
+    forecast_names = ("load_mw", "pv_available_mw")
+
+    def exogenous_ahead(self, state, params: VoltageParams, steps):
+        """Total load and total available PV, MW, ``steps`` ahead: ``(len(steps), 2)``."""
+
+        def at(row):
+            p_load, _, p_pv = self.exogenous(row, params)
+            return jnp.stack([jnp.sum(p_load), jnp.sum(p_pv)])
+
+        return jax.vmap(at)(state.start + state.time + jnp.asarray(steps))
 
     def power_flow(self, p_load, q_load, p_pv, q_pv, params: VoltageParams):
         """Solve the feeder with the PV injections; the solver is a params choice."""

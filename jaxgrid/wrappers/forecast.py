@@ -1,0 +1,174 @@
+"""Forecasts of an environment's exogenous series in every agent's observation.
+
+PowerZoo's forecast wrapper: each agent sees, after its own observation entries, a
+forecast of the next ``H`` steps of the environment's exogenous series
+(``env.forecast_names``: loads, PV, prices; :meth:`~jaxgrid.env.Environment.exogenous_ahead`
+gives their true values). The forecast of lead ``h`` (``h = 1 ... H`` steps after the
+inputs of the step the agent is about to take) is::
+
+    forecast_h = truth_h * (1 + error_std * h ** error_growth * eps),   eps ~ N(0, 1)
+
+drawn afresh at every step (a new forecast each time, as a forecaster issues them), so
+its error grows with lead time; ``error_std = 0`` gives perfect forecasts. Both numbers
+are params leaves (:class:`ForecastParams`), so one ``vmap`` compares forecast qualities.
+Every agent sees the same forecast (the series are the network's).
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+from flax import struct
+
+from jaxgrid import spaces
+from jaxgrid.types import Array
+from jaxgrid.validation import Range, declare, validate_params
+from jaxgrid.wrappers.base import Wrapper
+
+
+@struct.dataclass
+class ForecastParams:
+    """Attributes:
+    env: the wrapped environment's params.
+    error_std: ``()`` relative standard deviation of the one-step-ahead forecast.
+    error_growth: ``()`` exponent of its growth with lead time ``h`` (0.5: a random walk).
+    """
+
+    env: object
+    error_std: Array
+    error_growth: Array
+
+
+declare(
+    ForecastParams,
+    Range("error_std", ge=0, le=1, unit="(relative to the true value)"),
+    Range("error_growth", ge=0, le=2),
+)
+
+
+class Forecast(Wrapper):
+    """``horizon_steps`` steps of forecasts of ``env.forecast_names`` appended to each
+    agent's observation (see the module docstring).
+
+    Args:
+        env: an environment with exogenous series and an array observation.
+        horizon_steps: ``H``, steps forecast (static).
+        error_std, error_growth: the default noise model (params leaves).
+
+    Raises:
+        ValueError: ``env`` has no exogenous series, its observation is not one array, or
+            ``horizon_steps < 1``.
+    """
+
+    def __init__(self, env, horizon_steps: int, error_std: float = 0.0, error_growth: float = 0.5):
+        super().__init__(env)
+        if not env.forecast_names:
+            raise ValueError(f"Forecast: {env.name} has no exogenous series (forecast_names)")
+        if int(horizon_steps) < 1:
+            raise ValueError(f"Forecast: horizon_steps must be >= 1, got {horizon_steps}")
+        inner = env.default_params()
+        if not isinstance(env.observation_space(inner), spaces.Box):
+            raise ValueError(f"Forecast: {env.name}'s observation is not one array (a Box)")
+        self.horizon_steps = int(horizon_steps)
+        params = ForecastParams(
+            env=inner,
+            error_std=jnp.asarray(float(error_std), jnp.float32),
+            error_growth=jnp.asarray(float(error_growth), jnp.float32),
+        )
+        validate_params(self, params)
+        self._default_params = params
+
+    def default_params(self) -> ForecastParams:
+        return self._default_params
+
+    @property
+    def n_forecast(self) -> int:
+        """Forecast entries per agent: ``H * len(forecast_names)``."""
+        return self.horizon_steps * len(self.env.forecast_names)
+
+    # -- params of the wrapped environment ----------------------------------------------
+
+    def scalarisation(self, params: ForecastParams):
+        return self.env.scalarisation(params.env)
+
+    def with_scalarisation(self, params: ForecastParams, scalarisation) -> ForecastParams:
+        return params.replace(env=self.env.with_scalarisation(params.env, scalarisation))
+
+    def action_space(self, params: ForecastParams):
+        return self.env.action_space(params.env)
+
+    def observation_space(self, params: ForecastParams):
+        inner = self.env.observation_space(params.env)
+        n, k = inner.shape[0], self.n_forecast
+        low = jnp.concatenate(
+            [jnp.broadcast_to(inner.low, inner.shape), jnp.full((n, k), -jnp.inf, inner.dtype)],
+            axis=1,
+        )
+        high = jnp.concatenate(
+            [jnp.broadcast_to(inner.high, inner.shape), jnp.full((n, k), jnp.inf, inner.dtype)],
+            axis=1,
+        )
+        return spaces.Box(low, high, (n, inner.shape[1] + k), inner.dtype)
+
+    def observation_names(self, params: ForecastParams) -> tuple[str, ...]:
+        own = self.env.observation_names(params.env)
+        ahead = range(1, self.horizon_steps + 1)
+        return (*own, *(f"forecast[{n}][+{h}]" for h in ahead for n in self.env.forecast_names))
+
+    def baselines(self, params: ForecastParams) -> dict:
+        """The wrapped environment's baselines, reading their own observation entries."""
+        dim = self.env.observation_space(params.env).shape[1]
+        return {
+            name: (lambda key, obs, policy=policy: policy(key, obs[:, :dim]))
+            for name, policy in self.env.baselines(params.env).items()
+        }
+
+    def abort_values(self, state, params: ForecastParams):
+        return self.env.abort_values(state, params.env)
+
+    def world_state(self, state, params: ForecastParams):
+        return self.env.world_state(state, params.env)
+
+    def failure_penalty(self, state, params: ForecastParams):
+        return self.env.failure_penalty(state, params.env)
+
+    def oracle_return(self, params: ForecastParams, state):
+        return self.env.oracle_return(params.env, state)
+
+    # -- the observation ------------------------------------------------------------------
+
+    def forecast(self, key, state, params: ForecastParams) -> Array:
+        """``(H, len(forecast_names))`` one forecast of the next ``H`` steps (the truth when
+        ``key`` is None)."""
+        leads = jnp.arange(1, self.horizon_steps + 1)
+        truth = self.env.exogenous_ahead(state, params.env, leads)
+        if key is None:
+            return truth
+        spread = params.error_std * leads.astype(truth.dtype) ** params.error_growth
+        eps = jax.random.normal(key, truth.shape, truth.dtype)
+        return truth * (1.0 + spread[:, None].astype(truth.dtype) * eps)
+
+    def _observe(self, key, obs: Array, state, params: ForecastParams) -> Array:
+        ahead = self.forecast(key, state, params).reshape(-1).astype(obs.dtype)
+        return jnp.concatenate([obs, jnp.broadcast_to(ahead, (obs.shape[0], ahead.size))], axis=1)
+
+    def reset_env(self, key, params: ForecastParams):
+        key_env, key_forecast = jax.random.split(key)
+        obs, state = self.env.reset_env(key_env, params.env)
+        return self._observe(key_forecast, obs, state, params), state
+
+    def observe(self, state, params: ForecastParams):
+        """The observation with the truth as its forecast (no key to draw errors with)."""
+        return self._observe(None, self.env.observe(state, params.env), state, params)
+
+    def step_env(self, key, state, action, params: ForecastParams | None = None):
+        params = self.default_params() if params is None else params
+        key_env, key_forecast = jax.random.split(key)
+        obs, state, reward, terminated, truncated, info = self.env.step_env(
+            key_env, state, action, params.env
+        )
+        obs = self._observe(key_forecast, obs, state, params)
+        return obs, state, reward, terminated, truncated, info
+
+    def transition(self, key, state, action, params):  # the wrapper overrides step_env
+        raise NotImplementedError
