@@ -170,12 +170,31 @@ def _run_config(args):
         if not sep:
             raise UserError(f"--set needs NAME=VALUE, got {item!r}")
         fields["ppo"][name] = _value(value)
+    budgets = dict(fields["ppo"].get("cost_budgets", []))
+    for item in args.cost_budget or []:
+        name, sep, value = item.partition("=")
+        try:
+            budgets[name] = float(value)
+        except ValueError:
+            sep = ""
+        if not sep or not name:
+            raise UserError(f"--cost-budget needs NAME=NUMBER, got {item!r}")
+    if budgets:
+        fields["ppo"]["cost_budgets"] = [[n, b] for n, b in budgets.items()]
     if "env" not in fields:
         raise UserError("give --env NAME (or a --config file naming one)")
     try:
-        return RunConfig(**fields)
+        config = RunConfig(**fields)
     except (TypeError, ValueError) as e:
         raise UserError(str(e)) from None
+    if config.ppo["cost_budgets"]:
+        costs = config.make_env()[0].cost_names
+        unknown = [n for n, _ in config.ppo["cost_budgets"] if n not in costs]
+        if unknown:
+            raise UserError(
+                f"--cost-budget: {config.env} has no cost {unknown}; its costs are {list(costs)}"
+            )
+    return config
 
 
 def _train(args) -> int:
@@ -393,6 +412,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--env-kwargs", type=_json_object, help="JSON arguments of the environment factory"
     )
     train.add_argument("--set", action="append", metavar="NAME=VALUE", help="a PPO setting")
+    train.add_argument(
+        "--cost-budget",
+        action="append",
+        metavar="NAME=VALUE",
+        help="keep the episode sum of a cost below VALUE (PPO-Lagrangian); repeatable",
+    )
     train.add_argument(
         "--checkpoint-every", type=_at_least(0), help="updates between checkpoints (0: at the end)"
     )

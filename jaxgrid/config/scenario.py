@@ -16,6 +16,8 @@
     scalarisation = "weighted_sum"    # weighted_sum, min, product or single
     weights = { voltage = 1.0, reactive_power = 0.02 }   # by objective; others weigh 0
     cost_penalty = { voltage_band = 10.0 }  # reward -= 10 * cost (by cost name); default none
+    cost_budget = { voltage_band = 0.5 }    # training keeps each cost's episode sum below
+                                            # it (PPO-Lagrangian); default none
 
     [[observations]]                  # optional: what agents see (ETA Ctrl style)
     name = "vm_pu"                    # an entry of env.observation_names(params)
@@ -117,6 +119,7 @@ class RewardSection(pydantic.BaseModel):
     scalarisation: Literal["weighted_sum", "min", "product", "single"] | None = None
     weights: dict[StrictStr, Annotated[StrictFloat, Field(ge=0)]] | None = None
     cost_penalty: dict[StrictStr, Annotated[StrictFloat, Field(ge=0)]] | None = None
+    cost_budget: dict[StrictStr, Annotated[StrictFloat, Field(ge=0)]] | None = None
 
 
 Number = Annotated[StrictFloat, Field(allow_inf_nan=False)]
@@ -463,10 +466,11 @@ def _build(path: Path):
         if unknown:
             _fail(path, ("reward", "weights", unknown[0]),
                   f"not an objective of {env.name}; expected some of {list(env.objective_names)}")  # fmt: skip
-    if reward is not None and reward.cost_penalty is not None:
-        unknown = [n for n in reward.cost_penalty if n not in env.cost_names]
+    for key in ("cost_penalty", "cost_budget"):
+        given = None if reward is None else getattr(reward, key)
+        unknown = [n for n in given or {} if n not in env.cost_names]
         if unknown:
-            _fail(path, ("reward", "cost_penalty", unknown[0]),
+            _fail(path, ("reward", key, unknown[0]),
                   f"not a cost of {env.name}; expected some of {list(env.cost_names)}")  # fmt: skip
     try:
         env = declared(env, params, scenario.observations, scenario.actions, scenario.agents)
@@ -528,6 +532,10 @@ def run_fields(path: str | Path) -> dict[str, Any]:
         fields["weights"] = [_weights(env, reward)]
     if reward.cost_penalty is not None:
         fields["cost_penalty"] = dict(reward.cost_penalty)
+    if reward.cost_budget is not None:
+        fields.setdefault("ppo", {})["cost_budgets"] = [
+            [n, b] for n, b in reward.cost_budget.items()
+        ]
     return fields
 
 

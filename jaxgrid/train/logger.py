@@ -43,10 +43,16 @@ def flatten(metrics: dict, objective_names, cost_names) -> dict:
     row = {k: float(np.asarray(metrics[k])) for k in FIELDS}
     row["member"], row["update"] = int(row["member"]), int(row["update"])
     row["env_steps"], row["episodes"] = int(row["env_steps"]), int(row["episodes"])
-    for prefix, names, values in (
+    series = [
         ("objective", objective_names, metrics["episode_objectives"]),
         ("cost", cost_names, metrics["episode_costs"]),
-    ):
+    ]
+    if "lagrange" in metrics:  # constrained training: multipliers and episode-cost estimates
+        series += [
+            ("lagrange", cost_names, metrics["lagrange"]),
+            ("cost_estimate", cost_names, metrics["cost_estimate"]),
+        ]
+    for prefix, names, values in series:
         for name, value in zip(names, np.asarray(values).reshape(-1).tolist(), strict=True):
             row[f"{prefix}/{name}"] = float(value)
     return row

@@ -60,6 +60,7 @@ class TypeNetwork(nn.Module):
     n_ids: int = 0
     shared_torso: bool = False
     dtype: str | None = None
+    n_values: int = 1
 
     @nn.compact
     def __call__(self, x):
@@ -74,7 +75,9 @@ class TypeNetwork(nn.Module):
         actor = MLP(self.hidden, self.n_ids, self.dtype)(x)
         out = head(self.n_out, 0.01)(actor)
         critic = actor if self.shared_torso else MLP(self.hidden, self.n_ids, self.dtype)(x)
-        value = head(1, 1.0)(critic)[..., 0]
+        value = head(self.n_values, 1.0)(critic)
+        if self.n_values == 1:
+            value = value[..., 0]
         return out.astype(x.dtype), value.astype(x.dtype)
 
 
@@ -90,6 +93,9 @@ class ActorCritic(nn.Module):
         shared_torso: actor and critic heads on one MLP per type.
         compute_dtype: dtype of the products and activations ("float32", "bfloat16");
             ``None`` computes in the observation's dtype.
+        n_values: critic outputs per agent: 1 (the return; values ``(..., n_agents)``) or
+            more (the return, then each budgeted cost's; values ``(..., n_agents,
+            n_values)``), from one critic head.
     """
 
     agent_type: tuple[int, ...]
@@ -98,6 +104,7 @@ class ActorCritic(nn.Module):
     agent_ids: bool = True
     shared_torso: bool = False
     compute_dtype: str | None = None
+    n_values: int = 1
 
     @nn.compact
     def __call__(self, obs):
@@ -112,6 +119,7 @@ class ActorCritic(nn.Module):
                 n_ids,
                 self.shared_torso,
                 self.compute_dtype,
+                self.n_values,
                 name=f"type_{t}",
             )(_take_agents(obs, members))
             outs.append(out)
@@ -120,7 +128,10 @@ class ActorCritic(nn.Module):
         # put the agents back in their order
         inverse = np.argsort(np.concatenate(order))
         out = _take_agents(jnp.concatenate(outs, axis=-2), inverse)
-        value = _take_agents(jnp.concatenate(values, axis=-1)[..., None], inverse)[..., 0]
+        if self.n_values == 1:
+            value = _take_agents(jnp.concatenate(values, axis=-1)[..., None], inverse)[..., 0]
+        else:
+            value = _take_agents(jnp.concatenate(values, axis=-2), inverse)
         return out, value
 
 

@@ -34,6 +34,7 @@ from typing import Any, NamedTuple
 import distrax
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optax
 from flax import struct
 from flax.training.train_state import TrainState
@@ -44,6 +45,7 @@ from jaxgrid.env import Environment
 from jaxgrid.running_stats import RunningStats
 from jaxgrid.train.distributions import BoundedPolicy, n_outputs
 from jaxgrid.train.gae import gae
+from jaxgrid.train.lagrangian import LagrangeState, combine_advantages, update_multipliers
 from jaxgrid.train.networks import ActorCritic
 from jaxgrid.validation import validate_params
 from jaxgrid.wrappers import CentralisedWrapper, LogWrapper
@@ -89,6 +91,13 @@ class PPOConfig:
     # episode, played with random actions, so that every batch mixes all parts of an
     # episode (long episodes whose reward changes with time: smartgrid-v0's 10000 steps)
     stagger_starts: bool = False
+    # constrained RL (PPO-Lagrangian, jaxgrid.train.lagrangian): ((cost name, budget), ...)
+    # with each budget on the cost summed over an episode (mean over agents); empty: costs
+    # stay out of training (unless the reward's scalarisation penalises them)
+    cost_budgets: tuple[tuple[str, float], ...] = ()
+    lagrange_lr: float = 0.05  # dual ascent step, multiplier per unit of cost over budget
+    lagrange_init: float = 0.0
+    pid_gains: tuple[float, float, float] | None = None  # (kp, ki, kd): the PID Lagrangian
     shard_envs: bool = True  # split the environments over all local devices
     log_every: int = 0  # call the log function every this many updates (0: never)
 
@@ -116,6 +125,21 @@ class PPOConfig:
             raise ValueError(
                 f"distribution must be 'beta' or 'gaussian', got {self.distribution!r}"
             )
+        names = [name for name, _ in self.cost_budgets]
+        if len(set(names)) != len(names):
+            raise ValueError(f"cost_budgets names a cost twice: {names}")
+        for name, budget in self.cost_budgets:
+            if not budget >= 0:
+                raise ValueError(f"cost budget {name} must be >= 0, got {budget}")
+        if not self.lagrange_lr > 0 or not self.lagrange_init >= 0:
+            raise ValueError(
+                f"need lagrange_lr > 0 and lagrange_init >= 0, got {self.lagrange_lr}, "
+                f"{self.lagrange_init}"
+            )
+        if self.pid_gains is not None and (len(self.pid_gains) != 3 or min(self.pid_gains) < 0):
+            raise ValueError(
+                f"pid_gains must be three gains >= 0 (kp, ki, kd), got {self.pid_gains}"
+            )
 
 
 @struct.dataclass
@@ -134,6 +158,7 @@ class Runner:
     # every episode, also those that ended in updates between two logs
     since_log: dict
     member: jax.Array  # () int32 which member of a sweep (seed, scenario) this run is
+    lagrange: LagrangeState  # multipliers of the cost budgets (empty without budgets)
 
 
 class TrainFns(NamedTuple):
@@ -151,9 +176,10 @@ class Transition(NamedTuple):
     raw_action: jax.Array
     mask: jax.Array | None
     log_prob: jax.Array
-    value: jax.Array
+    value: jax.Array  # (envs, agents), or (envs, agents, 1 + budgeted costs) with budgets
     next_value: jax.Array
     reward: jax.Array
+    costs: jax.Array  # (envs, agents, budgeted costs)
     terminated: jax.Array
     truncated: jax.Array
     info: dict
@@ -207,6 +233,15 @@ def make_train(
         n_out = n_outputs(config.distribution, space.shape[-1])
     else:
         raise ValueError(f"PPO supports Box and Discrete action spaces, not {space}")
+    budget_names = [name for name, _ in config.cost_budgets]
+    unknown = [name for name in budget_names if name not in env.cost_names]
+    if unknown:
+        raise ValueError(
+            f"cost_budgets: {user_env.name} has no cost {unknown}; its costs are "
+            f"{list(env.cost_names)}"
+        )
+    budget_index = np.asarray([env.cost_names.index(name) for name in budget_names], np.int32)
+    constrained = len(budget_names) > 0
     network = ActorCritic(
         agent_type=agent_type,
         n_out=n_out,
@@ -214,6 +249,7 @@ def make_train(
         agent_ids=config.agent_ids,
         shared_torso=config.shared_torso,
         compute_dtype=None if config.compute_dtype == "float32" else config.compute_dtype,
+        n_values=1 + len(budget_names),
     )
     n_updates = config.num_updates
     minibatch = config.num_envs * config.num_steps // config.num_minibatches
@@ -307,6 +343,7 @@ def make_train(
             update=jnp.zeros((), jnp.int32),
             member=jnp.asarray(member, jnp.int32),
             since_log=no_episodes(),
+            lagrange=LagrangeState.create(len(budget_names), config.lagrange_init, features.dtype),
         )
 
     def no_episodes() -> dict:
@@ -364,6 +401,7 @@ def make_train(
             value=value,
             next_value=final_value,  # completed after the rollout
             reward=reward,
+            costs=info["costs"][..., budget_index].astype(reward.dtype),
             terminated=jnp.broadcast_to(terminated[:, None], reward.shape),
             truncated=jnp.broadcast_to(truncated[:, None], reward.shape),
             info={
@@ -394,21 +432,55 @@ def make_train(
         features, _ = split_obs(runner.obs)
         _, last_value = network.apply(runner.train_state.params["net"], normalize(runner, features))
         following = jnp.concatenate([traj.value[1:], last_value[None]])
+        done = traj.terminated | traj.truncated
         traj = traj._replace(
-            next_value=jnp.where(traj.terminated | traj.truncated, traj.next_value, following)
+            next_value=jnp.where(
+                done[..., None] if constrained else done, traj.next_value, following
+            )
         )
         reward = traj.reward
         if config.normalize_reward:
             reward = reward / jnp.sqrt(runner.return_stats.var + 1e-8)
-        advantages, targets = gae(
-            reward,
-            traj.value,
-            traj.next_value,
-            traj.terminated,
-            traj.truncated,
-            config.gamma,
-            config.gae_lambda,
-        )
+
+        def advantage(signal, value, next_value):
+            return gae(
+                signal,
+                value,
+                next_value,
+                traj.terminated,
+                traj.truncated,
+                config.gamma,
+                config.gae_lambda,
+            )
+
+        lagrange, episode_cost = runner.lagrange, None
+        if constrained:
+            advantages, targets = advantage(reward, traj.value[..., 0], traj.next_value[..., 0])
+            cost_advantages, cost_targets = jax.vmap(advantage, in_axes=-1, out_axes=-1)(
+                traj.costs, traj.value[..., 1:], traj.next_value[..., 1:]
+            )
+            # each budgeted cost of an episode: the mean over the episodes that ended in
+            # this rollout, else (long episodes) the rollout's cost per step x the horizon
+            ended = episode_sums(traj.info)
+            episode_cost = jnp.where(
+                ended["episodes"] > 0,
+                ended["episode_costs"][budget_index] / jnp.maximum(ended["episodes"], 1),
+                jnp.mean(traj.costs, axis=(0, 1, 2)) * env.horizon,
+            ).astype(traj.costs.dtype)
+            budget = jnp.asarray([b for _, b in config.cost_budgets], episode_cost.dtype)
+            lagrange = update_multipliers(
+                lagrange, episode_cost, budget, config.lagrange_lr, config.pid_gains
+            )
+            # both standardised, so that a multiplier weighs costs against rewards in units
+            # of their spread whatever the costs' scale (Ray et al. 2019 only centre the
+            # cost advantages; then the multiplier must first grow to the costs' scale)
+            advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
+            spread = cost_advantages.std(axis=(0, 1, 2)) + 1e-8
+            cost_advantages = (cost_advantages - cost_advantages.mean(axis=(0, 1, 2))) / spread
+            advantages = combine_advantages(advantages, cost_advantages, lagrange.multiplier)
+            targets = jnp.concatenate([targets[..., None], cost_targets], axis=-1)
+        else:
+            advantages, targets = advantage(reward, traj.value, traj.next_value)
 
         def loss_fn(p, batch, advantages, targets):
             out, value = network.apply(p["net"], batch.obs)
@@ -441,7 +513,8 @@ def make_train(
         def update_epoch(carry, _):
             state, key = carry
             key, k_perm = jax.random.split(key)
-            batch = (traj._replace(info={}), advantages, targets)  # info: for metrics only
+            # info and costs: for metrics and the multipliers only
+            batch = (traj._replace(info={}, costs=None), advantages, targets)
             batch = jax.tree_util.tree_map(
                 lambda x: x.reshape((-1,) + x.shape[2:]), batch
             )  # (T * E, ...)
@@ -467,7 +540,11 @@ def make_train(
             runner.obs_stats.update(raw_features) if config.normalize_obs else runner.obs_stats
         )
         runner = runner.replace(
-            train_state=state, obs_stats=obs_stats, key=key, update=runner.update + 1
+            train_state=state,
+            obs_stats=obs_stats,
+            key=key,
+            update=runner.update + 1,
+            lagrange=lagrange,
         )
         ended = episode_sums(traj.info)
         runner = runner.replace(since_log=jax.tree_util.tree_map(jnp.add, runner.since_log, ended))
@@ -480,6 +557,12 @@ def make_train(
             update=runner.update,
             member=runner.member,
         )
+        if constrained:  # per cost name (0 for costs without a budget)
+            by_cost = jnp.zeros(len(env.cost_names), episode_cost.dtype)
+            metrics.update(
+                lagrange=by_cost.at[budget_index].set(lagrange.multiplier),
+                cost_estimate=by_cost.at[budget_index].set(episode_cost),
+            )
         return runner, metrics
 
     # -- 4. train ------------------------------------------------------------------------

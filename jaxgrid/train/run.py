@@ -150,8 +150,11 @@ def _ppo_config(settings: dict) -> ppo.PPOConfig:
             expected = hint.__name__ if isinstance(hint, type) else str(hint)
             raise ValueError(f"PPO setting {name} must be {expected}, got {value!r}")
     fields = dict(settings)
-    if "hidden" in fields:
-        fields["hidden"] = tuple(fields["hidden"])
+    for name in ("hidden", "pid_gains"):
+        if fields.get(name) is not None:
+            fields[name] = tuple(fields[name])
+    if "cost_budgets" in fields:
+        fields["cost_budgets"] = tuple((str(n), float(b)) for n, b in fields["cost_budgets"])
     return ppo.PPOConfig(**fields)
 
 
@@ -160,7 +163,12 @@ def _fits(value, hint) -> bool:
     if typing.get_origin(hint) in (typing.Union, types.UnionType):
         return any(_fits(value, h) for h in typing.get_args(hint))
     if typing.get_origin(hint) is tuple:
-        return isinstance(value, list | tuple) and all(_fits(v, int) for v in value)
+        args = typing.get_args(hint)
+        if not isinstance(value, list | tuple):
+            return False
+        if len(args) == 2 and args[1] is Ellipsis:
+            return all(_fits(v, args[0]) for v in value)
+        return len(value) == len(args) and all(_fits(v, h) for v, h in zip(value, args))
     if hint is float:
         return isinstance(value, int | float) and not isinstance(value, bool)
     if hint is int:
@@ -170,7 +178,11 @@ def _fits(value, hint) -> bool:
 
 def _json_ready(settings: dict) -> dict:
     """``settings`` with tuples as lists, as JSON gives them back."""
-    return {k: list(v) if isinstance(v, tuple) else v for k, v in settings.items()}
+
+    def ready(v):
+        return [ready(x) for x in v] if isinstance(v, tuple | list) else v
+
+    return {k: ready(v) for k, v in settings.items()}
 
 
 def versions() -> dict:

@@ -1,0 +1,81 @@
+"""Lagrange multipliers of cost budgets, for constrained PPO/IPPO (PPO-Lagrangian).
+
+The constrained problem: maximise the return subject to ``J_c <= budget`` for each
+budgeted cost ``c`` (``J_c``: the cost summed over an episode, the mean over agents). Its
+Lagrangian relaxation trains the policy on the advantage
+``(A_r - sum_c lambda_c A_c) / (1 + sum_c lambda_c)`` (both advantages standardised over
+the rollout, so a multiplier weighs a cost against the reward whatever their scales; the
+cost advantages come from a cost critic, one output per budgeted cost) and moves each
+multiplier
+``lambda_c >= 0`` against the constraint's violation ``J_c - budget`` once per update:
+
+- **dual ascent** (Ray et al. 2019, "Benchmarking Safe Exploration in Deep RL")::
+
+      lambda <- max(0, lambda + lr * (J_c - budget))
+
+- **PID** (Stooke et al. 2020, "Responsive Safety in RL by PID Lagrangian Methods"), which
+  damps the oscillation of dual ascent with a proportional and a derivative term::
+
+      integral <- max(0, integral + (J_c - budget))
+      lambda   <- max(0, kp * (J_c - budget) + ki * integral + kd * max(0, J_c - J_c_before))
+
+  (dual ascent is the integral term alone, ``ki = lr``, ``kp = kd = 0``).
+
+``J_c`` is estimated from each update's rollout: the mean over the episodes that ended in
+it, or, where none ended (long episodes), its mean cost per step times the horizon, so
+that every update prices the constraint. The multipliers and the PID memory are part of the learner's state
+(:class:`LagrangeState`), so checkpoints keep them.
+"""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+from flax import struct
+
+from jaxgrid.types import Array
+
+
+@struct.dataclass
+class LagrangeState:
+    """Attributes:
+    multiplier: ``(n_budgeted,)`` lambda of each budgeted cost, >= 0.
+    integral: ``(n_budgeted,)`` the PID's accumulated violation (dual ascent: unused).
+    last_cost: ``(n_budgeted,)`` the previous update's episode-cost estimate.
+    """
+
+    multiplier: Array
+    integral: Array
+    last_cost: Array
+
+    @classmethod
+    def create(cls, n_budgeted: int, initial: float, dtype) -> LagrangeState:
+        zeros = jnp.zeros(n_budgeted, dtype)
+        return cls(multiplier=zeros + initial, integral=zeros, last_cost=zeros)
+
+
+def update_multipliers(
+    state: LagrangeState,
+    episode_cost: Array,
+    budget: Array,
+    lr: float,
+    pid: tuple[float, float, float] | None,
+) -> LagrangeState:
+    """One update of the multipliers for the estimated episode costs ``episode_cost``
+    ``(n_budgeted,)`` against ``budget`` ``(n_budgeted,)``: dual ascent with step ``lr``,
+    or PID with gains ``pid = (kp, ki, kd)`` (see the module docstring)."""
+    violation = episode_cost - budget
+    if pid is None:
+        multiplier = jnp.maximum(state.multiplier + lr * violation, 0.0)
+        return state.replace(multiplier=multiplier, last_cost=episode_cost)
+    kp, ki, kd = pid
+    integral = jnp.maximum(state.integral + violation, 0.0)
+    rising = jnp.maximum(episode_cost - state.last_cost, 0.0)
+    multiplier = jnp.maximum(kp * violation + ki * integral + kd * rising, 0.0)
+    return LagrangeState(multiplier=multiplier, integral=integral, last_cost=episode_cost)
+
+
+def combine_advantages(reward_advantage: Array, cost_advantages: Array, multiplier: Array):
+    """``(A_r - sum_c lambda_c A_c) / (1 + sum_c lambda_c)``: ``reward_advantage`` ``(...)``,
+    ``cost_advantages`` ``(..., n_budgeted)``, ``multiplier`` ``(n_budgeted,)``."""
+    penalty = jnp.sum(cost_advantages * multiplier, axis=-1)
+    return (reward_advantage - penalty) / (1.0 + jnp.sum(multiplier))

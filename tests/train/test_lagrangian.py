@@ -1,0 +1,114 @@
+"""Constrained PPO/IPPO (PPO-Lagrangian): the multiplier updates by hand, a budget that
+binds lowers the cost a policy learns to incur, a loose one leaves its multiplier at 0,
+and budgets reach training from the CLI, run configs and scenario files."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+import toy_envs
+
+from jaxgrid.train import ippo, ppo
+from jaxgrid.train.lagrangian import LagrangeState, combine_advantages, update_multipliers
+
+
+def test_dual_ascent_by_hand():
+    state = LagrangeState.create(2, 0.5, jnp.float32)
+    new = update_multipliers(state, jnp.asarray([3.0, 0.0]), jnp.asarray([1.0, 1.0]), 0.1, None)
+    # 0.5 + 0.1 * (3 - 1) = 0.7;  max(0, 0.5 + 0.1 * (0 - 1)) = 0.4
+    np.testing.assert_allclose(new.multiplier, [0.7, 0.4], rtol=1e-6)
+    low = update_multipliers(state, jnp.asarray([0.0, 0.0]), jnp.asarray([9.0, 9.0]), 0.1, None)
+    np.testing.assert_array_equal(low.multiplier, [0.0, 0.0])  # never below 0
+
+
+def test_pid_by_hand():
+    state = LagrangeState(
+        multiplier=jnp.asarray([0.0]), integral=jnp.asarray([1.0]), last_cost=jnp.asarray([2.0])
+    )
+    new = update_multipliers(state, jnp.asarray([3.0]), jnp.asarray([1.0]), 0.1, (1.0, 0.5, 2.0))
+    # violation 2, integral 1 + 2 = 3, rise 3 - 2 = 1: 1 * 2 + 0.5 * 3 + 2 * 1 = 5.5
+    np.testing.assert_allclose(new.multiplier, [5.5])
+    np.testing.assert_allclose(new.integral, [3.0])
+    np.testing.assert_allclose(new.last_cost, [3.0])
+
+
+def test_advantages_combine_by_hand():
+    combined = combine_advantages(
+        jnp.asarray([1.0, -2.0]), jnp.asarray([[2.0, 0.0], [1.0, 4.0]]), jnp.asarray([0.5, 1.0])
+    )
+    # (1 - 0.5*2 - 1*0) / 2.5 = 0;  (-2 - 0.5*1 - 1*4) / 2.5 = -2.6
+    np.testing.assert_allclose(combined, [0.0, -2.6], rtol=1e-6)
+
+
+def _tanks():
+    """Tanks whose target (1.0) lies above the overflow limit (0.8): reward and cost pull
+    apart, so an unconstrained policy overflows."""
+    env = toy_envs.Tanks(num_agents=2, horizon=16)
+    return env, env.default_params().replace(target=np.float32(1.0), limit=np.float32(0.8))
+
+
+def _train(make, budgets, pid=None):
+    env, params = _tanks()
+    config = ppo.PPOConfig(
+        total_steps=64 * 16 * 120,
+        num_envs=64,
+        num_steps=16,
+        cost_budgets=budgets,
+        lagrange_lr=1.0,
+        pid_gains=pid,
+    )
+    runner, metrics = jax.jit(make(config, env, params).train)(jax.random.PRNGKey(0))
+    cost = float(np.mean(np.asarray(metrics["episode_costs"])[-10:]))
+    return runner, metrics, cost
+
+
+@pytest.mark.parametrize("make", [ippo.make_train, ppo.make_train], ids=["ippo", "ppo"])
+def test_a_binding_budget_lowers_the_cost_learned(make):
+    _, _, free = _train(make, ())
+    runner, metrics, kept = _train(make, (("overflow", 0.0),), pid=(1.0, 0.5, 0.5))
+    assert free > 0.2  # without a budget the policy overflows
+    assert kept < 0.25 * free
+    assert float(runner.lagrange.multiplier[0]) > 0.1
+    assert np.asarray(metrics["lagrange"]).shape[-1] == 1  # per cost name
+
+
+def test_a_loose_budget_keeps_its_multiplier_at_zero():
+    runner, metrics, _ = _train(ippo.make_train, (("overflow", 100.0),))
+    np.testing.assert_array_equal(np.asarray(metrics["lagrange"]), 0.0)
+    estimate = np.asarray(metrics["cost_estimate"])[-10:, 0]
+    logged = np.asarray(metrics["episode_costs"])[-10:, 0]
+    np.testing.assert_allclose(estimate, logged, rtol=1e-4)  # episodes end in every update
+
+
+def test_bad_budgets_are_refused():
+    env, params = _tanks()
+    with pytest.raises(
+        ValueError, match=r"has no cost \['voltage'\]; its costs are \['overflow'\]"
+    ):
+        ppo.make_train(ppo.PPOConfig(cost_budgets=(("voltage", 1.0),)), env, params)
+    with pytest.raises(ValueError, match="cost budget overflow must be >= 0"):
+        ppo.PPOConfig(cost_budgets=(("overflow", -1.0),))
+    with pytest.raises(ValueError, match="pid_gains must be three gains"):
+        ppo.PPOConfig(pid_gains=(1.0, -1.0, 0.0))
+
+
+def test_budgets_from_the_cli_run_configs_and_scenario_files(tmp_path):
+    from jaxgrid.cli import UserError, _run_config, build_parser
+    from jaxgrid.config import run_fields
+    from jaxgrid.train.run import RunConfig
+
+    parser = build_parser()
+    args = parser.parse_args(
+        ["train", "--env", "voltage33-v0", "--cost-budget", "voltage_band=0.5"]
+    )
+    config = _run_config(args)
+    assert config.ppo["cost_budgets"] == [["voltage_band", 0.5]]
+    again = RunConfig.from_json(config.to_json())  # config.json round trip
+    assert again.ppo_config().cost_budgets == (("voltage_band", 0.5),)
+    for bad in ("voltage_band", "voltage_band=x", "nope=1"):
+        args = parser.parse_args(["train", "--env", "voltage33-v0", "--cost-budget", bad])
+        with pytest.raises(UserError, match="cost-budget"):
+            _run_config(args)
+    scenario = tmp_path / "safe.toml"
+    scenario.write_text('env = "voltage33-v0"\n[reward]\ncost_budget = { voltage_band = 0.25 }\n')
+    assert run_fields(scenario)["ppo"]["cost_budgets"] == [["voltage_band", 0.25]]
