@@ -416,6 +416,15 @@ def evaluate_runners(run: Run, runners: Any) -> dict:
         report["score_std"] = float(np.std(seed_scores)) if scored else None
         if config.weights:
             report["weights"] = list(config.weights[s])
+        if run.ppo.cost_budgets:  # the held-out mean episode cost of the policy, per budget
+            report["budgets"] = {
+                name: {
+                    "budget": budget,
+                    "policy": report["policy"]["costs"][name],
+                    "met": report["policy"]["costs"][name] <= budget,
+                }
+                for name, budget in run.ppo.cost_budgets
+            }
         scenarios.append(report)
     return {
         "env": config.env,
@@ -470,6 +479,9 @@ def format_table(report: dict) -> str:
                 f"(0 = {scenario['score_reference']}, 1 = {scenario['score_best']})"
             )
         lines += ["", score]
+        for name, b in scenario.get("budgets", {}).items():
+            verdict = "met" if b["met"] else "NOT met"
+            lines.append(f"budget {name} <= {b['budget']:.4g}: {verdict} ({b['policy']:.4g})")
         blocks.append("\n".join(lines))
     return "\n\n".join(blocks)
 

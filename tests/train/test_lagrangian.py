@@ -112,3 +112,41 @@ def test_budgets_from_the_cli_run_configs_and_scenario_files(tmp_path):
     scenario = tmp_path / "safe.toml"
     scenario.write_text('env = "voltage33-v0"\n[reward]\ncost_budget = { voltage_band = 0.25 }\n')
     assert run_fields(scenario)["ppo"]["cost_budgets"] == [["voltage_band", 0.25]]
+
+
+def test_a_budgeted_run_resumes_its_multipliers_and_reports_the_budget(tmp_path):
+    """Multipliers live in the checkpointed learner state: a run stopped after 2 updates
+    and resumed logs the same multipliers as one run straight through."""
+    import json
+
+    from jaxgrid.train.logger import read_metrics
+    from jaxgrid.train.run import RunConfig, format_table, train_run
+
+    def config():
+        return RunConfig(
+            env="arbitrage-v0",
+            ppo=dict(
+                total_steps=8 * 48 * 4,
+                num_envs=8,
+                num_steps=48,
+                hidden=[16],
+                log_every=1,
+                cost_budgets=[["device_limits", 0.0]],
+            ),
+            checkpoint_every=2,
+            eval_episodes=2,
+        )
+
+    whole, parts = tmp_path / "whole", tmp_path / "parts"
+    report = train_run(config(), whole, progress=False)
+    assert train_run(config(), parts, progress=False, stop_after=2) is None
+    train_run(config(), parts, progress=False)
+    name = "lagrange/device_limits"
+    straight = [row[name] for row in read_metrics(whole / "metrics.jsonl")]
+    resumed = [row[name] for row in read_metrics(parts / "metrics.jsonl")]
+    assert len(straight) == 4 and straight[-1] > 0
+    np.testing.assert_allclose(resumed, straight, rtol=1e-6)
+    budget = json.loads((whole / "eval.json").read_text())["scenarios"][0]["budgets"]
+    cost = report["scenarios"][0]["policy"]["costs"]["device_limits"]
+    assert budget == {"device_limits": {"budget": 0.0, "policy": cost, "met": cost <= 0.0}}
+    assert "budget device_limits <= 0:" in format_table(report)
