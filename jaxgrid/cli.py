@@ -262,7 +262,7 @@ def _band(params) -> tuple[float, float]:
 def _eval(args) -> int:
     from jaxgrid.train.run import evaluate_run, format_table
 
-    print(format_table(evaluate_run(args.run, args.episodes)))
+    print(format_table(evaluate_run(args.run, args.episodes, args.stress)))
     return 0
 
 
@@ -439,6 +439,12 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate = command("eval", "evaluate a run's newest checkpoint on held-out days", _eval)
     evaluate.add_argument("--run", required=True, help="run directory written by jaxgrid train")
     evaluate.add_argument("--episodes", type=_at_least(1), help="held-out episodes per policy")
+    evaluate.add_argument(
+        "--stress",
+        action="store_true",
+        help="also evaluate on the out-of-distribution splits (load stress, high demand, "
+        "low renewable, tight lines)",
+    )
     return parser
 
 

@@ -3,7 +3,8 @@
 :func:`evaluate` runs one full episode in each of ``episodes`` environments (on the
 held-out days of ``params.profiles`` when there are some) and reports, averaged over
 episodes, the episode return (mean over agents), every objective summed over the
-episode, every cost summed over the episode, and the episode mean of every per-step
+episode, every cost summed over the episode (a violation's magnitude), the share of
+steps with any cost above 0 (``violation_rate``), and the episode mean of every per-step
 scalar in ``info`` (for instance ``controllable``, whose mean is the controllable ratio).
 In feeder environments a step whose power flow failed ends the episode and adds to no
 physical figure: ``power_flow_failed`` is the share of all evaluated steps that failed
@@ -70,6 +71,7 @@ def episode_totals(policy: Callable, env: Environment, params: Any, k_reset, k_r
             "return": jnp.mean(reward),
             "objectives": jnp.mean(active, axis=0),
             "costs": jnp.mean(info["costs"], axis=0),
+            "violation_steps": jnp.any(info["costs"] > 0).astype(reward.dtype),
             "steps": jnp.ones_like(live),
             "solved_steps": 1.0 - failed,
             "metrics": scalars,
@@ -100,6 +102,8 @@ def summarise(totals: dict, env: Environment) -> dict:
         "return": float(np.mean(totals["return"])),
         "objectives": dict(zip(env.objective_names, mean(totals["objectives"]), strict=True)),
         "costs": dict(zip(env.cost_names, mean(totals["costs"]), strict=True)),
+        # the share of all evaluated steps with some cost above 0 (pooled over episodes)
+        "violation_rate": float(np.sum(totals["violation_steps"]) / np.sum(steps)),
         "metrics": {
             k: float(np.sum(v) / np.sum(steps)) if k == FAILED else float(np.mean(v / solved))
             for k, v in totals["metrics"].items()

@@ -30,6 +30,7 @@ import dataclasses
 import importlib.metadata
 import json
 import platform
+import sys
 import types
 import typing
 import warnings
@@ -49,6 +50,7 @@ from jaxgrid.train.checkpoint import Checkpoints
 from jaxgrid.train.defaults import defaults
 from jaxgrid.train.evaluate import (
     batch_totals,
+    evaluate,
     evaluate_baselines,
     held_out,
     oracle,
@@ -57,6 +59,7 @@ from jaxgrid.train.evaluate import (
 )
 from jaxgrid.train.lock import RunLock
 from jaxgrid.train.logger import MetricsLogger, read_metrics
+from jaxgrid.train.stress import bootstrap_ci, stress_splits
 from jaxgrid.train.sweep import Sweep, with_weights
 
 ALGOS = {"ppo": ppo.make_train, "ippo": ippo.make_train}
@@ -365,8 +368,10 @@ def train_run(
         return _write_report(out, evaluate_runners(run, runners))
 
 
-def evaluate_run(out, episodes: int | None = None) -> dict:
-    """Evaluate the newest intact checkpoint of the run in ``out``; writes ``eval.json``."""
+def evaluate_run(out, episodes: int | None = None, stress: bool = False) -> dict:
+    """Evaluate the newest intact checkpoint of the run in ``out``; writes ``eval.json``
+    (with ``stress``, also on every out-of-distribution split of
+    :mod:`jaxgrid.train.stress`)."""
     out = Path(out)
     config = read_config(out)
     if episodes is not None:
@@ -375,7 +380,7 @@ def evaluate_run(out, episodes: int | None = None) -> dict:
     checkpoints = Checkpoints(out / "checkpoints")
     _, runners = checkpoints.restore_newest(run.fresh_runners())
     checkpoints.close()
-    return _write_report(out, evaluate_runners(run, runners))
+    return _write_report(out, evaluate_runners(run, runners, stress))
 
 
 def _write_report(out: Path, report: dict) -> dict:
@@ -385,8 +390,11 @@ def _write_report(out: Path, report: dict) -> dict:
     return report
 
 
-def evaluate_runners(run: Run, runners: Any) -> dict:
-    """Every member's policy, the baselines and the oracle on held-out days, per scenario."""
+def evaluate_runners(run: Run, runners: Any, stress: bool = False) -> dict:
+    """Every member's policy, the baselines and the oracle on held-out days, per scenario;
+    the seeds' scores with a bootstrap confidence interval; with ``stress``, the policies
+    and baselines on every split of :mod:`jaxgrid.train.stress` too. The report records
+    the command line and the run's config."""
     config, env, fns = run.config, run.env, run.fns
     key = jax.random.fold_in(run.key, 1)
     episodes = config.eval_episodes
@@ -414,6 +422,12 @@ def evaluate_runners(run: Run, runners: Any) -> dict:
         scored = None not in seed_scores
         report["score_mean"] = float(np.mean(seed_scores)) if scored else None
         report["score_std"] = float(np.std(seed_scores)) if scored else None
+        report["score_ci95"] = (
+            list(bootstrap_ci(seed_scores)) if scored and len(seed_scores) > 1 else None
+        )
+        if stress:
+            members = jax.tree_util.tree_map(lambda x, s=s: x[s], runners)
+            report["stress"] = _stress_results(run, members, params, key, episodes)
         if config.weights:
             report["weights"] = list(config.weights[s])
         if run.ppo.cost_budgets:  # the held-out mean episode cost of the policy, per budget
@@ -427,12 +441,34 @@ def evaluate_runners(run: Run, runners: Any) -> dict:
             }
         scenarios.append(report)
     return {
+        "command": " ".join(sys.argv),
+        "config": config.to_json(),
+        "versions": versions(),
         "env": config.env,
         "algo": config.algo,
         "episodes": episodes,
         "env_steps_per_member": run.ppo.num_updates * run.ppo.num_steps * run.ppo.num_envs,
         "scenarios": scenarios,
     }
+
+
+def _stress_results(run: Run, members: Any, params: Any, key, episodes: int) -> dict:
+    """``{split: {"policy", "seeds", "baselines"}}`` on every stress split of ``params``:
+    each seed's policy (the ``seeds`` results and their mean) and every baseline."""
+    env, fns = run.env, run.fns
+    totals = jax.jit(lambda r, p: batch_totals(fns.policy(r), env, p, key, episodes))
+    out = {}
+    for name, split in stress_splits(held_out(params)).items():
+        seeds = [
+            summarise(totals(jax.tree_util.tree_map(lambda x, k=k: x[k], members), split), env)
+            for k in range(run.config.seeds)
+        ]
+        baselines = {
+            b: evaluate(policy, env, split, key, episodes, test_days=False)
+            for b, policy in env.baselines(split).items()
+        }
+        out[name] = {"policy": _mean_results(seeds), "seeds": seeds, "baselines": baselines}
+    return out
 
 
 def _mean_results(results: list[dict]) -> dict:
@@ -474,16 +510,38 @@ def format_table(report: dict) -> str:
             score = f"no score: nothing beats {scenario['score_reference']} but the policy"
         else:
             spread = f" ± {scenario['score_std']:.3f}" if seeds > 1 else ""
+            ci = scenario.get("score_ci95")
+            interval = f", 95 % CI {ci[0]:.3f} to {ci[1]:.3f}" if ci else ""
             score = (
                 f"score {scenario['score_mean']:.3f}{spread} "
-                f"(0 = {scenario['score_reference']}, 1 = {scenario['score_best']})"
+                f"(0 = {scenario['score_reference']}, 1 = {scenario['score_best']}{interval})"
             )
         lines += ["", score]
+        if scenario.get("stress"):
+            lines += ["", *_stress_table(scenario["stress"])]
         for name, b in scenario.get("budgets", {}).items():
             verdict = "met" if b["met"] else "NOT met"
             lines.append(f"budget {name} <= {b['budget']:.4g}: {verdict} ({b['policy']:.4g})")
         blocks.append("\n".join(lines))
     return "\n\n".join(blocks)
+
+
+def _stress_table(stress: dict) -> list[str]:
+    """The stress splits as a table: the policy's return, its violation rate (share of
+    steps with a cost above 0) and summed costs, beside the best baseline's return."""
+    lines = [
+        "| split | policy return | violation rate | costs | best baseline (return) |",
+        "|---|---|---|---|---|",
+    ]
+    for name, split in stress.items():
+        policy = split["policy"]
+        costs = ", ".join(f"{c} {v:.4g}" for c, v in policy["costs"].items())
+        best = max(split["baselines"].items(), key=lambda item: item[1]["return"])
+        lines.append(
+            f"| {name} | {policy['return']:.4g} | {policy['violation_rate']:.2%} | {costs} "
+            f"| {best[0]} ({best[1]['return']:.4g}) |"
+        )
+    return lines
 
 
 def plot_learning_curve(out, report: dict | None = None) -> Path:
