@@ -11,11 +11,14 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from jaxgrid.types import Array, PRNGKey
 
-_GOLDEN = jnp.uint32(0x9E3779B9)
-_C1, _C2 = jnp.uint32(0x85EBCA6B), jnp.uint32(0xC2B2AE35)
+# NumPy constants: a jnp constant would start JAX's backend at import, which must wait
+# for jax.distributed.initialize on several hosts
+_GOLDEN = np.uint32(0x9E3779B9)
+_C1, _C2 = np.uint32(0x85EBCA6B), np.uint32(0xC2B2AE35)
 
 
 def _fmix32(x):
