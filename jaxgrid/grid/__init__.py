@@ -16,7 +16,9 @@ Meshed networks: :class:`Network` (buses, branches with taps and phase shifts,
 generators with cost curves) from :func:`network_from_matpower` (a file, or a bundled
 case of :data:`TRANSMISSION_CASES`) or :func:`network_from_pandapower` (a pandapower
 network: lines, two-winding transformers, switches, gens, sgens, loads, shunts, costs),
-and :func:`bus_admittance`; the DC model: :func:`dcpf` (angles in degrees, flows in MW,
+and :func:`bus_admittance`; the AC power flow :func:`acpf` (Newton-Raphson or
+fast-decoupled, fixed iterations, reactive limits; an :class:`ACPowerFlowResult` with
+voltages in pu and degrees, powers in MW and Mvar); the DC model: :func:`dcpf` (angles in degrees, flows in MW,
 a :class:`DCPowerFlowResult`), :func:`dc_matrices`, and its sensitivities :func:`ptdf`
 (MW per MW injected), :func:`shift_flow_mw` and :func:`lodf` (with the bridges, whose
 outage islands part of the network, flagged).
@@ -25,6 +27,7 @@ Loads are in MW and Mvar, positive = consumption, one entry per bus in the feede
 order. Nothing here knows about reinforcement learning.
 """
 
+from jaxgrid.grid.acpf import ACPowerFlowResult, acpf, fast_decoupled_matrices
 from jaxgrid.grid.angles import voltage_angles
 from jaxgrid.grid.cases import (
     CASES,
@@ -53,12 +56,14 @@ from jaxgrid.grid.result import PowerFlowResult
 from jaxgrid.grid.sensitivity import lodf, ptdf, shift_flow_mw
 
 __all__ = [
+    "ACPowerFlowResult",
     "CASES",
     "DCMatrices",
     "DCPowerFlowResult",
     "Feeder",
     "Network",
     "TRANSMISSION_CASES",
+    "acpf",
     "branch_admittances",
     "bus_admittance",
     "network_from_matpower",
@@ -72,6 +77,7 @@ __all__ = [
     "case136ma",
     "case141",
     "dc_matrices",
+    "fast_decoupled_matrices",
     "dcpf",
     "distflow",
     "distflow_newton",
