@@ -141,7 +141,7 @@ def unit_commitment_milp(
     width = (pmax - pmin) / K
     p0 = f(p0_mw)
     for t in range(T):
-        prev_u = [] if t == 0 else [(u(t - 1), -1.0)]
+        prev_u = [] if t == 0 else [(u(t - 1), 1.0)]
         const_u = 1.0 if t == 0 else 0.0
         add_per_unit([(v(t), 1.0), (w(t), -1.0), (u(t), -1.0), *prev_u], -const_u, -const_u)
         # minimum up / down: windows differ by unit, so one row per unit with its own window
