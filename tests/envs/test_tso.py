@@ -152,7 +152,7 @@ def test_step_dispatch_equals_highs_dcopf(tso14):
 def run_day(env, params, state, policy):
     total, costs = 0.0, np.zeros(len(env.cost_names))
     obs = env.observe(state, params)
-    for t in range(env.horizon):
+    for _ in range(env.horizon):
         obs, state, _, _, _, info = env.step_env(KEY, state, policy(KEY, obs), params)
         total -= float(np.sum(info["reward_vector"])) * 1000
         costs += np.asarray(info["costs"][0])
