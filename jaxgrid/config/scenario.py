@@ -244,8 +244,8 @@ def params_model(env_name: str) -> type[pydantic.BaseModel]:
     factory = _REGISTRY[env_name]
     fields: dict[str, Any] = {}
     for name, p in inspect.signature(factory).parameters.items():
-        if p.kind is inspect.Parameter.VAR_KEYWORD or name == "name":
-            continue
+        if p.kind is inspect.Parameter.VAR_KEYWORD or name == "name" or name.startswith("_"):
+            continue  # "_" arguments are the factory's own (a variant's class), not a file's
         annotation = p.annotation
         if isinstance(annotation, str):  # postponed annotations: builtin types only
             annotation = eval(annotation, {"__builtins__": {}}, {t: eval(t) for t in TYPE_NAMES})  # noqa: S307

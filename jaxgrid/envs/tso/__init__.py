@@ -1,0 +1,150 @@
+"""Unit commitment by a transmission operator on MATPOWER cases (``tso118-v0`` and
+variants), with merit-order and all-on baselines and a perfect-foresight MILP oracle."""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxgrid.data.simbench import simbench_profiles
+from jaxgrid.dispatch import DCOPFParams
+from jaxgrid.envs.tso import params_rules  # noqa: F401 (declares the params' ranges)
+from jaxgrid.envs.tso.baselines import all_on, merit_order
+from jaxgrid.envs.tso.commitment import Commitment, commit
+from jaxgrid.envs.tso.continuous import TSOContinuous
+from jaxgrid.envs.tso.env import TSO, TSOParams, TSOState
+from jaxgrid.envs.tso.fleet import UnitParams, fleet_by_class
+from jaxgrid.envs.tso.net_load import NetLoad, net_load
+from jaxgrid.envs.tso.oracle import DaySchedule, day_oracle, unit_commitment_milp
+from jaxgrid.envs.tso.ratings import angle_ratings, screen_branches
+from jaxgrid.grid import network_from_matpower
+from jaxgrid.registry import register, register_variant
+from jaxgrid.rewards.scalarise import Scalarisation
+from jaxgrid.types import float_dtype
+
+
+@functools.cache
+def _screened(case: str, x64: bool) -> tuple[int, ...]:
+    network = network_from_matpower(case)
+    return screen_branches(network, angle_ratings(network))
+
+
+def make_tso(
+    case: str = "case118",
+    steps_per_day: int = 48,
+    wind_share: float = 0.2,
+    pv_share: float = 0.05,
+    demand_floor: float = 0.4,
+    reserve_margin: float = 0.05,
+    voll: float = 10_000.0,
+    spill_price: float = 1_000.0,
+    reserve_shortfall_price: float = 1_000.0,
+    bias_max: float = 10.0,
+    forecast: int = 16,
+    iterations: int = 30,
+    power_flow_penalty: float = 1_000.0,
+    name: str = "tso118-v0",
+    _kind: type = TSO,
+):
+    """Build a unit-commitment environment on a bundled MATPOWER case and its default params.
+
+    The demand shape is the mean of the bundled SimBench load profiles (2016, ODbL) as a
+    share of its annual peak, the case's total load being the peak demand
+    (:mod:`.net_load`); wind is the mean of SimBench's wind profiles and PV of its PV
+    profiles, with capacities that give ``wind_share`` and ``pv_share`` of the year's
+    demand energy; the net load is spread over the buses in proportion to the case's
+    loads. Units get the size-class data of :mod:`.fleet`, unrated branches the angle
+    ratings of :mod:`.ratings`.
+
+    Args:
+        case: a bundled MATPOWER case with non-negative loads (``case118``, ``case14``).
+        steps_per_day: 48 (half-hourly), 24 or 96; an episode is one day.
+        wind_share, pv_share: must-take renewable energy, share of annual demand energy.
+        demand_floor: demand at the profile's minimum, share of the peak.
+        reserve_margin: reserve requirement, share of the net load.
+        voll, spill_price, reserve_shortfall_price: currency/MWh.
+        bias_max: largest dispatch adjustment of a marginal cost, currency/MWh.
+        forecast: steps of future net load observed.
+        iterations: interior point iterations of each step's DC-OPF.
+        power_flow_penalty: reward lost per step an episode loses to a failed dispatch.
+        _kind: the environment class (:class:`TSO`, or :class:`TSOContinuous` for the
+            variants with a Box action).
+    """
+    network = network_from_matpower(case)
+    pd = np.asarray(network.pd_mw, float)
+    if np.any(pd < 0):
+        raise ValueError(f"{case} has negative loads; the net-load model spreads demand by load")
+    dt_h = 24.0 / steps_per_day
+    profiles = simbench_profiles(steps_per_day)
+    shape = profiles.load.mean(axis=1)
+    shape = shape / shape.max()
+    wind, pv = profiles.wind.mean(axis=1), profiles.pv.mean(axis=1)
+    peak = pd.sum()
+    mean_demand = peak * (demand_floor + (1 - demand_floor) * shape.mean())
+    rate = angle_ratings(network)
+    params = TSOParams(
+        profiles=profiles.replace(load=shape[:, None], wind=wind[:, None], pv=pv[:, None]),
+        units=fleet_by_class(network, dt_h),
+        rate_mva=rate,
+        load_share=pd / peak,
+        peak_demand_mw=np.float64(peak),
+        demand_floor=np.float64(demand_floor),
+        wind_mw=np.float64(wind_share * mean_demand / wind.mean()),
+        pv_mw=np.float64(pv_share * mean_demand / pv.mean()),
+        reserve_margin=np.float64(reserve_margin),
+        dispatch=DCOPFParams(
+            voll=np.float64(voll),
+            spill_price=np.float64(spill_price),
+            reserve_shortfall_price=np.float64(reserve_shortfall_price),
+        ),
+        bias_max=np.float64(bias_max),
+        dt_h=np.float64(dt_h),
+        power_flow_penalty=np.float64(power_flow_penalty),
+        scalarisation=Scalarisation.create(2, "weighted_sum", [1.0, 1.0]),
+    )
+    params = jax.tree_util.tree_map(
+        lambda x: jnp.asarray(
+            x, float_dtype() if np.issubdtype(np.asarray(x).dtype, np.floating) else None
+        ),
+        params,
+    )
+    env = _kind(
+        network,
+        params,
+        horizon=steps_per_day,
+        forecast=forecast,
+        monitored=_screened(case, bool(jax.config.jax_enable_x64)),
+        iterations=iterations,
+        name=name,
+    )
+    return env, params
+
+
+register("tso118-v0", make_tso)
+register_variant("tso118-continuous-v0", make_tso, _kind=TSOContinuous)
+register_variant("tso14-v0", make_tso, case="case14")
+register_variant("tso14-continuous-v0", make_tso, case="case14", _kind=TSOContinuous)
+
+__all__ = [
+    "TSO",
+    "Commitment",
+    "DaySchedule",
+    "NetLoad",
+    "TSOContinuous",
+    "TSOParams",
+    "TSOState",
+    "UnitParams",
+    "all_on",
+    "angle_ratings",
+    "commit",
+    "day_oracle",
+    "fleet_by_class",
+    "make_tso",
+    "merit_order",
+    "net_load",
+    "screen_branches",
+    "unit_commitment_milp",
+]

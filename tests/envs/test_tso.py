@@ -1,0 +1,230 @@
+"""tso118-v0 and its variants: the contract, the commitment rules by hand, the dispatch
+against HiGHS, and the MILP oracle against the baselines and an independent check."""
+
+import chex
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxgrid
+from jaxgrid.envs.tso import commit, day_oracle
+from jaxgrid.envs.tso.fleet import UnitParams
+
+KEY = jax.random.PRNGKey(0)
+
+
+@pytest.fixture(scope="module")
+def tso14():
+    return jaxgrid.make("tso14-v0")
+
+
+def two_units(**overrides):
+    """Two hand-made units: a 100 MW unit (pmin 20, ramp 30, start/stop up to 40, min up 3,
+    min down 2) and a 300 MW unit (pmin 90, ramp 60, start/stop up to 90, min up/down 1)."""
+    f = lambda *v: jnp.asarray(v, jnp.float32)  # noqa: E731
+    fields = dict(
+        pmin_mw=f(20, 90),
+        pmax_mw=f(100, 300),
+        ramp_up_mw=f(30, 60),
+        ramp_down_mw=f(30, 60),
+        startup_ramp_mw=f(40, 90),
+        shutdown_ramp_mw=f(40, 90),
+        min_up_steps=jnp.array([3, 1], jnp.int32),
+        min_down_steps=jnp.array([2, 1], jnp.int32),
+        startup_cost=f(1000, 5000),
+        no_load_cost=f(100, 300),
+        cost_poly=jnp.array([[0.0, 30.0, 0.0], [0.0, 20.0, 0.0]], jnp.float32),
+    )
+    return UnitParams(**{**fields, **overrides})
+
+
+def test_min_up_down_by_hand():
+    units = two_units()
+    on, off = jnp.array([True, True]), jnp.array([False, False])
+    p = jnp.array([30.0, 80.0])
+    # unit 0 started 2 steps ago (< 3 min up): its stop is refused; unit 1 may stop
+    c = commit(off, on, jnp.array([2, 5]), p, units)
+    assert c.status.tolist() == [True, False]
+    assert c.refused_min_up_down.tolist() == [True, False]
+    # 3 steps on: unit 0 may stop (30 MW <= 40 MW shut-down ramp)
+    c = commit(off, on, jnp.array([3, 5]), p, units)
+    assert c.status.tolist() == [False, False]
+    # unit 0 stopped 1 step ago (< 2 min down): its start is refused
+    c = commit(jnp.array([True, True]), off, jnp.array([1, 1]), jnp.zeros(2), units)
+    assert c.status.tolist() == [False, True]
+    assert c.refused_min_up_down.tolist() == [True, False]
+    assert c.started.tolist() == [False, True]
+
+
+def test_ramp_windows_by_hand():
+    units = two_units()
+    on = jnp.array([True, True])
+    free = jnp.array([9, 9])
+    # stays on at 70 and 200: [max(20, 70-30), min(100, 70+30)] = [40, 100];
+    # [max(90, 200-60), min(300, 200+60)] = [140, 260]
+    c = commit(on, on, free, jnp.array([70.0, 200.0]), units)
+    np.testing.assert_allclose(c.p_low_mw, [40, 140])
+    np.testing.assert_allclose(c.p_high_mw, [100, 260])
+    # a stop from 70 MW > 40 MW shut-down ramp is refused, 30 MW above it
+    c = commit(jnp.array([False, True]), on, free, jnp.array([70.0, 200.0]), units)
+    assert c.status.tolist() == [True, True]
+    np.testing.assert_allclose(c.refused_ramp_mw, [30.0, 0.0])
+    # starts: [pmin, start-up ramp] = [20, 40] and [90, 90]
+    c = commit(on, jnp.array([False, False]), free, jnp.zeros(2), units)
+    np.testing.assert_allclose(c.p_low_mw, [20, 90])
+    np.testing.assert_allclose(c.p_high_mw, [40, 90])
+
+
+def test_startup_and_no_load_costs_by_hand(tso14):
+    env, params = tso14
+    _, state = env.reset(KEY, params)
+    # unit 4 off for long enough, the others on and free; request all on
+    state = state.replace(status=state.status.at[4].set(False))
+    action = env.encode(jnp.ones(env.n_gen, bool), jnp.zeros(env.n_gen))
+    _, new, reward, *_, info = env.step_env(KEY, state, action, params)
+    u = jax.tree_util.tree_map(np.asarray, params.units)
+    pg = np.asarray(info["pg_mw"], float)
+    c2, c1, c0 = u.cost_poly.T
+    dt = float(params.dt_h)
+    by_hand = dt * np.sum(c2 * pg**2 + c1 * pg + c0 + u.no_load_cost) + u.startup_cost[4]
+    assert bool(info["status"][4]) and float(info["startup_cost"]) == pytest.approx(
+        u.startup_cost[4]
+    )
+    assert -float(info["reward_vector"][0, 0]) * 1000 == pytest.approx(by_hand, rel=1e-5)
+    # no start the next step: only no-load and energy
+    _, _, _, *_, info2 = env.step_env(KEY, new, action, params)
+    assert float(info2["startup_cost"]) == 0.0
+
+
+def test_min_up_down_sequence_in_the_env(tso14):
+    env, params = tso14
+    _, state = env.reset(KEY, params)
+    n = env.n_gen
+    mins = np.asarray(params.units.min_up_steps)
+    g = int(np.argmax(mins))  # the longest minimum times
+    up = jnp.ones(n, bool)
+    adjust = jnp.zeros(n)
+    state = state.replace(status=state.status.at[g].set(False))
+    for t in range(int(mins[g]) + 1):
+        # start g at t=0, then ask it off every step: refused until it has run min_up steps
+        request = up if t == 0 else up.at[g].set(False)
+        _, state, _, _, _, info = env.step_env(KEY, state, env.encode(request, adjust), params)
+        ramp_refused = float(info["costs"][0, env.cost_names.index("ramp")]) > 0
+        assert bool(state.status[g]) == (t < mins[g] or ramp_refused), t
+        assert float(info["costs"][0, env.cost_names.index("min_up_down")]) == float(
+            0 < t < mins[g]
+        )
+
+
+def test_step_dispatch_equals_highs_dcopf(tso14):
+    highs = pytest.importorskip("tests.dispatch.highs_dcopf")
+    env, params = tso14
+    _, state = env.reset(KEY, params)
+    request = jnp.array([True, True, False, True, False])
+    c, net, result = env.dispatch(state, request, jnp.zeros(env.n_gen), params)
+    network = env.network.replace(
+        pmin_mw=np.asarray(c.p_low_mw),
+        pmax_mw=np.asarray(c.p_high_mw),
+        rate_mva=np.asarray(params.rate_mva),
+    )
+    ref = highs.solve(
+        network,
+        np.asarray(params.load_share) * float(net.net_load_mw),
+        cost_poly=np.asarray(params.units.cost_poly),
+        commitment=np.asarray(c.status),
+        reserve_mw=float(params.reserve_margin * net.net_load_mw),
+        voll=float(params.dispatch.voll),
+        spill_price=float(params.dispatch.spill_price),
+        reserve_shortfall_price=float(params.dispatch.reserve_shortfall_price),
+    )
+    np.testing.assert_allclose(np.asarray(result.pg_mw), ref["pg_mw"], atol=0.05)
+    assert float(result.cost) == pytest.approx(ref["cost"], rel=1e-4)
+
+
+def run_day(env, params, state, policy):
+    total, costs = 0.0, np.zeros(len(env.cost_names))
+    obs = env.observe(state, params)
+    for _ in range(env.horizon):
+        obs, state, _, _, _, info = env.step_env(KEY, state, policy(KEY, obs), params)
+        total -= float(np.sum(info["reward_vector"])) * 1000
+        costs += np.asarray(info["costs"][0])
+    return total, costs
+
+
+def check_schedule(env, params, s):
+    """Every rule of the environment, checked on the oracle's schedule by plain loops."""
+    u = jax.tree_util.tree_map(np.asarray, params.units)
+    T, G = s.status.shape
+    status = np.vstack([np.ones((1, G), bool), s.status])
+    p = np.vstack([s.p0_mw[None], s.pg_mw])
+    tol = 1e-5 * float(u.pmax_mw.max())
+    for g in range(G):
+        since = 10**6  # free at the start
+        for t in range(1, T + 1):
+            on, was = status[t, g], status[t - 1, g]
+            if on != was:
+                assert since >= (u.min_up_steps[g] if was else u.min_down_steps[g]), (g, t)
+                since = 1
+            else:
+                since += 1
+            if on:
+                assert u.pmin_mw[g] - tol <= p[t, g] <= u.pmax_mw[g] + tol
+                cap = u.startup_ramp_mw[g] if not was else p[t - 1, g] + u.ramp_up_mw[g]
+                assert p[t, g] <= cap + tol, (g, t)
+                if was:
+                    assert p[t, g] >= p[t - 1, g] - u.ramp_down_mw[g] - tol
+            else:
+                assert p[t, g] == 0.0
+                if was:
+                    assert p[t - 1, g] <= u.shutdown_ramp_mw[g] + tol
+    served = s.pg_mw.sum(1) + s.shed_mw.sum(1) - s.spill_mw.sum(1)
+    np.testing.assert_allclose(served, s.net_load_mw + float(np.sum(env.network.gs_mw)), atol=1e-3)
+
+
+def test_oracle_beats_the_baselines_and_obeys_every_rule(tso14):
+    env, params = tso14
+    _, state = env.reset(jax.random.PRNGKey(3), params)
+    best = day_oracle(env, params, int(state.start))
+    check_schedule(env, params, best)
+    baselines = env.baselines(params)
+    for name in ("all_on", "merit_order"):
+        cost, _ = run_day(env, params, state, baselines[name])
+        assert best.total_cost <= cost * (1 + 1e-4), name
+    assert env.oracle_return(params, state) == pytest.approx(-best.total_cost / 1000)
+
+
+def test_jit_vmap_and_no_recompilation():
+    env, params = jaxgrid.make("tso14-continuous-v0")
+    keys = jax.random.split(KEY, 3)
+    obs, state = jax.vmap(env.reset, (0, None))(keys, params)
+    step = jax.jit(jax.vmap(chex.assert_max_traces(env.step, n=1), (0, 0, 0, None)))
+    action = jnp.zeros((3, 1, 2 * env.n_gen))
+    for t in range(3):
+        obs, state, reward, *_ = step(
+            jax.random.split(jax.random.PRNGKey(t), 3), state, action, params
+        )
+    assert np.all(np.isfinite(np.asarray(obs))) and np.all(np.isfinite(np.asarray(reward)))
+
+
+def test_nan_actions_are_sanitised(tso14):
+    env, params = tso14
+    _, state = env.reset(KEY, params)
+    action = {"commit": jnp.full((1, env.n_gen), 7), "dispatch": jnp.full((1, env.n_gen), jnp.nan)}
+    obs, state, reward, *_, info = env.step(KEY, state, action, params)
+    assert np.all(np.isfinite(np.asarray(obs))) and np.isfinite(float(reward[0]))
+    assert int(info["action_nonfinite"][0]) == env.n_gen
+
+
+def test_bad_params_are_refused_by_name():
+    with pytest.raises(ValueError, match="reserve_margin"):
+        env, params = jaxgrid.make("tso14-v0", reserve_margin=-0.1)
+
+
+def test_tso118_builds_and_steps():
+    env, params = jaxgrid.make("tso118-v0")
+    assert env.n_gen == 54 and env.network.n_bus == 118 and env.horizon == 48
+    obs, state = env.reset(KEY, params)
+    action = env.baselines(params)["merit_order"](KEY, obs)
+    obs, state, reward, *_, info = jax.jit(env.step)(KEY, state, action, params)
+    assert obs.shape == (1, 3 * 54 + 6 + env.forecast) and np.isfinite(float(reward[0]))
