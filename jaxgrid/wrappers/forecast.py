@@ -20,10 +20,9 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
-from jaxgrid import spaces
 from jaxgrid.types import Array
 from jaxgrid.validation import Range, declare, validate_params
-from jaxgrid.wrappers.base import Wrapper
+from jaxgrid.wrappers.augmented import AugmentedObservation
 
 
 @struct.dataclass
@@ -46,7 +45,7 @@ declare(
 )
 
 
-class Forecast(Wrapper):
+class Forecast(AugmentedObservation):
     """``horizon_steps`` steps of forecasts of ``env.forecast_names`` appended to each
     agent's observation (see the module docstring).
 
@@ -61,14 +60,12 @@ class Forecast(Wrapper):
     """
 
     def __init__(self, env, horizon_steps: int, error_std: float = 0.0, error_growth: float = 0.5):
-        super().__init__(env)
         if not env.forecast_names:
             raise ValueError(f"Forecast: {env.name} has no exogenous series (forecast_names)")
         if int(horizon_steps) < 1:
             raise ValueError(f"Forecast: horizon_steps must be >= 1, got {horizon_steps}")
+        super().__init__(env, "Forecast")
         inner = env.default_params()
-        if not isinstance(env.observation_space(inner), spaces.Box):
-            raise ValueError(f"Forecast: {env.name}'s observation is not one array (a Box)")
         self.horizon_steps = int(horizon_steps)
         params = ForecastParams(
             env=inner,
@@ -78,50 +75,12 @@ class Forecast(Wrapper):
         validate_params(self, params)
         self._default_params = params
 
-    def default_params(self) -> ForecastParams:
-        return self._default_params
-
-    @property
-    def n_forecast(self) -> int:
-        """Forecast entries per agent: ``H * len(forecast_names)``."""
-        return self.horizon_steps * len(self.env.forecast_names)
-
-    # -- params of the wrapped environment ----------------------------------------------
-
-    def scalarisation(self, params: ForecastParams):
-        return self.env.scalarisation(params.env)
-
-    def with_scalarisation(self, params: ForecastParams, scalarisation) -> ForecastParams:
-        return params.replace(env=self.env.with_scalarisation(params.env, scalarisation))
-
-    def action_space(self, params: ForecastParams):
-        return self.env.action_space(params.env)
-
-    def observation_space(self, params: ForecastParams):
-        inner = self.env.observation_space(params.env)
-        n, k = inner.shape[0], self.n_forecast
-        low = jnp.concatenate(
-            [jnp.broadcast_to(inner.low, inner.shape), jnp.full((n, k), -jnp.inf, inner.dtype)],
-            axis=1,
-        )
-        high = jnp.concatenate(
-            [jnp.broadcast_to(inner.high, inner.shape), jnp.full((n, k), jnp.inf, inner.dtype)],
-            axis=1,
-        )
-        return spaces.Box(low, high, (n, inner.shape[1] + k), inner.dtype)
-
-    def observation_names(self, params: ForecastParams) -> tuple[str, ...]:
-        own = self.env.observation_names(params.env)
+    def extra_names(self) -> tuple[str, ...]:
         ahead = range(1, self.horizon_steps + 1)
-        return (*own, *(f"forecast[{n}][+{h}]" for h in ahead for n in self.env.forecast_names))
+        return tuple(f"forecast[{n}][+{h}]" for h in ahead for n in self.env.forecast_names)
 
-    def baselines(self, params: ForecastParams) -> dict:
-        """The wrapped environment's baselines, reading their own observation entries."""
-        dim = self.env.observation_space(params.env).shape[1]
-        return {
-            name: (lambda key, obs, policy=policy: policy(key, obs[:, :dim]))
-            for name, policy in self.env.baselines(params.env).items()
-        }
+    def extra_bounds(self) -> tuple[float, float]:
+        return -jnp.inf, jnp.inf
 
     def abort_values(self, state, params: ForecastParams):
         return self.env.abort_values(state, params.env)
@@ -169,6 +128,3 @@ class Forecast(Wrapper):
         )
         obs = self._observe(key_forecast, obs, state, params)
         return obs, state, reward, terminated, truncated, info
-
-    def transition(self, key, state, action, params):  # the wrapper overrides step_env
-        raise NotImplementedError

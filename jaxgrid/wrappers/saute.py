@@ -25,10 +25,9 @@ from __future__ import annotations
 import jax.numpy as jnp
 from flax import struct
 
-from jaxgrid import spaces
 from jaxgrid.types import Array
 from jaxgrid.validation import Range, declare, validate_params
-from jaxgrid.wrappers.base import Wrapper
+from jaxgrid.wrappers.augmented import AugmentedObservation
 
 
 @struct.dataclass
@@ -57,7 +56,7 @@ class SauteState:
     budget_left: Array  # (num_agents, n_budgeted) share of each budget unspent, 1 at reset
 
 
-class Saute(Wrapper):
+class Saute(AugmentedObservation):
     """Sauté state augmentation for the costs named in ``budgets`` (see the module
     docstring).
 
@@ -72,7 +71,6 @@ class Saute(Wrapper):
     """
 
     def __init__(self, env, budgets: dict[str, float], unsafe_reward: float):
-        super().__init__(env)
         if not budgets:
             raise ValueError(
                 f"Saute: give at least one budget, e.g. {{{env.cost_names[0]!r}: 1.0}}"
@@ -82,9 +80,8 @@ class Saute(Wrapper):
             raise ValueError(
                 f"Saute: {env.name} has no cost {unknown}; its costs are {list(env.cost_names)}"
             )
+        super().__init__(env, "Saute")
         inner = env.default_params()
-        if not isinstance(env.observation_space(inner), spaces.Box):
-            raise ValueError(f"Saute: {env.name}'s observation is not one array (a Box)")
         self.budget_names = tuple(budgets)
         self.cost_index = tuple(env.cost_names.index(n) for n in budgets)
         params = SauteParams(
@@ -95,42 +92,11 @@ class Saute(Wrapper):
         validate_params(self, params)
         self._default_params = params
 
-    def default_params(self) -> SauteParams:
-        return self._default_params
+    def extra_names(self) -> tuple[str, ...]:
+        return tuple(f"budget_left[{n}]" for n in self.budget_names)
 
-    # -- params of the wrapped environment ----------------------------------------------
-
-    def scalarisation(self, params: SauteParams):
-        return self.env.scalarisation(params.env)
-
-    def with_scalarisation(self, params: SauteParams, scalarisation) -> SauteParams:
-        return params.replace(env=self.env.with_scalarisation(params.env, scalarisation))
-
-    def action_space(self, params: SauteParams):
-        return self.env.action_space(params.env)
-
-    def observation_space(self, params: SauteParams):
-        inner = self.env.observation_space(params.env)
-        n, k = inner.shape[0], len(self.budget_names)
-        low = jnp.concatenate(
-            [jnp.broadcast_to(inner.low, inner.shape), jnp.full((n, k), -1.0, inner.dtype)], axis=1
-        )
-        high = jnp.concatenate(
-            [jnp.broadcast_to(inner.high, inner.shape), jnp.ones((n, k), inner.dtype)], axis=1
-        )
-        return spaces.Box(low, high, (n, inner.shape[1] + k), inner.dtype)
-
-    def observation_names(self, params: SauteParams) -> tuple[str, ...]:
-        own = self.env.observation_names(params.env)
-        return (*own, *(f"budget_left[{n}]" for n in self.budget_names))
-
-    def baselines(self, params: SauteParams) -> dict:
-        """The wrapped environment's baselines, reading their own observation entries."""
-        dim = self.env.observation_space(params.env).shape[1]
-        return {
-            name: (lambda key, obs, policy=policy: policy(key, obs[:, :dim]))
-            for name, policy in self.env.baselines(params.env).items()
-        }
+    def extra_bounds(self) -> tuple[float, float]:
+        return -1.0, 1.0
 
     def abort_values(self, state: SauteState, params: SauteParams):
         return self.env.abort_values(state.env_state, params.env)
@@ -167,6 +133,3 @@ class Saute(Wrapper):
         info = {**info, "saute_unsafe": unsafe}
         new_state = SauteState(env_state, budget_left)
         return self._observe(obs, budget_left), new_state, reward, terminated, truncated, info
-
-    def transition(self, key, state, action, params):  # the wrapper overrides step_env
-        raise NotImplementedError

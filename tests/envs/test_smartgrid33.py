@@ -11,11 +11,9 @@ from jaxgrid.grid import distflow
 KEY = jax.random.PRNGKey(0)
 
 
-def test_buildings_draw_through_the_feeder():
-    env, params = jaxgrid.make("smartgrid33-v0")
-    _, state = env.reset(KEY, params)
-    action = env.action_space(params).sample(KEY)
-    obs, new_state, _, _, _, info = env.step_env(KEY, state, action, params)
+def _bus_loads(params, info):
+    """Bus loads (MW, Mvar; float32) of a step worked out from the enacted actions (Wh):
+    half the feeder's base load plus each agent's buildings' draw at power factor 0.95."""
     e = np.asarray(info["enacted_action"])  # (n, 6) Wh
     draw_mw = (
         (e[:, 0] + e[:, 2] + e[:, 4] - e[:, 3] - e[:, 5]) * 1e-6 * float(params.buildings_per_agent)
@@ -26,7 +24,17 @@ def test_buildings_draw_through_the_feeder():
     bus = np.asarray(params.agent_bus)
     np.add.at(p, bus, draw_mw)
     np.add.at(q, bus, draw_mw * np.tan(np.arccos(0.95)))
-    expected = distflow(f, jnp.asarray(p, jnp.float32), jnp.asarray(q, jnp.float32), iterations=5)
+    return jnp.asarray(p, jnp.float32), jnp.asarray(q, jnp.float32)
+
+
+def test_buildings_draw_through_the_feeder():
+    env, params = jaxgrid.make("smartgrid33-v0")
+    _, state = env.reset(KEY, params)
+    action = env.action_space(params).sample(KEY)
+    obs, new_state, _, _, _, info = env.step_env(KEY, state, action, params)
+    f, bus = params.feeder, np.asarray(params.agent_bus)
+    p, q = _bus_loads(params, info)
+    expected = distflow(f, p, q, iterations=5)
     np.testing.assert_allclose(info["vm_pu"], expected.vm_pu, atol=1e-5)
     np.testing.assert_allclose(obs[:, 11], np.asarray(expected.vm_pu)[bus], atol=1e-5)
     # the ethical objectives are the society's own
@@ -52,17 +60,8 @@ def test_solver_and_penalty_are_arguments_like_the_other_feeder_envs():
     _, state = env.reset(KEY, params)
     action = env.action_space(params).sample(KEY)
     _, _, _, _, _, info = env.step_env(KEY, state, action, params)
-    e = np.asarray(info["enacted_action"])
-    draw_mw = (
-        (e[:, 0] + e[:, 2] + e[:, 4] - e[:, 3] - e[:, 5]) * 1e-6 * float(params.buildings_per_agent)
-    )
-    f = params.feeder
-    p = 0.5 * np.asarray(f.p_load_mw)
-    q = 0.5 * np.asarray(f.q_load_mvar)
-    bus = np.asarray(params.agent_bus)
-    np.add.at(p, bus, draw_mw)
-    np.add.at(q, bus, draw_mw * np.tan(np.arccos(0.95)))
-    linear = lindistflow(f, jnp.asarray(p, jnp.float32), jnp.asarray(q, jnp.float32))
-    exact = distflow(f, jnp.asarray(p, jnp.float32), jnp.asarray(q, jnp.float32), iterations=7)
+    p, q = _bus_loads(params, info)
+    linear = lindistflow(params.feeder, p, q)
+    exact = distflow(params.feeder, p, q, iterations=7)
     np.testing.assert_allclose(info["vm_pu"], linear.vm_pu, atol=1e-6)
     assert float(jnp.max(jnp.abs(linear.vm_pu - exact.vm_pu))) > 1e-4  # a different model
