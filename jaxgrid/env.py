@@ -121,6 +121,9 @@ class Environment(abc.ABC, Generic[TState, TParams]):
     horizon: int
     abort_names: tuple[str, ...] = ()
     action_names: tuple[str, ...] | None = None  # an agent's action entries (or choices)
+    # relative accuracy of an iterative solver a step runs to a tolerance (an optimisation
+    # frozen once converged), which batching may move by more than round-off; None: none
+    solver_rtol: float | None = None
 
     def observation_names(self, params: TParams) -> tuple[str, ...]:
         """Names of an agent's observation entries (the last axis of the stacked

@@ -42,6 +42,10 @@ class Wrapper(Environment):
     def action_names(self):
         return self.env.action_names
 
+    @property
+    def solver_rtol(self):
+        return self.env.solver_rtol
+
     def observation_names(self, params):
         return self.env.observation_names(params)
 
