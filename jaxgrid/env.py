@@ -201,6 +201,13 @@ class Environment(abc.ABC, Generic[TState, TParams]):
         perfect foresight, or ``None`` where no oracle exists. Runs on the host, untraced."""
         return None
 
+    def policy_metrics(self, policy, params: TParams, key, episodes: int) -> dict | None:
+        """Metrics of a trained ``policy(key, obs) -> action`` that need more than its own
+        episodes (a market's ε-Nash check), on held-out days, as JSON-ready numbers; or
+        ``None`` where the environment has none. Runs on the host, around compiled
+        rollouts; ``jaxgrid eval`` reports them beside each seed's results."""
+        return None
+
     def render(self, state: TState, params: TParams | None = None, step: int | None = None):
         """A ``(height, width, 3)`` uint8 picture of ``state``, titled with ``step`` (the
         steps of its episode; default ``state.time`` where the state has it): the feeder

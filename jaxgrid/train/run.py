@@ -399,6 +399,17 @@ def evaluate_runners(run: Run, runners: Any) -> dict:
         )
         seed_scores = list(report["scores"].values())
         report["policy"] = _mean_results(list(policies.values()))
+        extra = {
+            f"seed{k}": env.policy_metrics(
+                fns.policy(jax.tree_util.tree_map(lambda x, i=(s, k): x[i], runners)),
+                params,
+                key,
+                episodes,
+            )
+            for k in range(config.seeds)
+        }
+        if all(m is not None for m in extra.values()):
+            report["policy_metrics"] = extra
         scored = None not in seed_scores
         report["score_mean"] = float(np.mean(seed_scores)) if scored else None
         report["score_std"] = float(np.std(seed_scores)) if scored else None
@@ -458,8 +469,18 @@ def format_table(report: dict) -> str:
                 f"(0 = {scenario['score_reference']}, 1 = {scenario['score_best']})"
             )
         lines += ["", score]
+        for seed, metrics in scenario.get("policy_metrics", {}).items():
+            shown = ", ".join(f"{k} {_short(v)}" for k, v in metrics.items())
+            lines.append(f"{seed}: {shown}")
         blocks.append("\n".join(lines))
     return "\n\n".join(blocks)
+
+
+def _short(value) -> str:
+    """A metric for a table line: numbers to four significant digits, lists of them."""
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_short(v) for v in value) + "]"
+    return f"{value:.4g}" if isinstance(value, float) else str(value)
 
 
 def plot_learning_curve(out, report: dict | None = None) -> Path:

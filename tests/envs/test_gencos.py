@@ -44,7 +44,7 @@ def step_at(env, params, markup, row=0):
     state = state.replace(start=jnp.int32(row))
     span = params.markup_max - params.markup_min
     action = ((jnp.asarray(markup) - params.markup_min) / span)[:, None]
-    return env.step_env(KEY, state, action.astype(params.pd_mw.dtype), params)
+    return jax.jit(env.step_env)(KEY, state, action.astype(params.pd_mw.dtype), params)
 
 
 def test_check_env_on_a_variant():
@@ -218,12 +218,23 @@ def test_forecast_is_the_demand_that_clears():
     names = env.observation_names(params)
     obs, state = env.reset(KEY, params)
     base = float(jnp.sum(params.pd_mw))
+    step = jax.jit(env.step_env)
     for _ in range(2):
         ahead = float(obs[0, names.index("demand[+1]")])
         now = float(obs[0, names.index("demand")])
-        obs, state, _, _, _, info = env.step_env(KEY, state, jnp.zeros((5, 1)), params)
+        obs, state, _, _, _, info = step(KEY, state, jnp.zeros((5, 1)), params)
         assert float(info["demand_mw"]) / base == pytest.approx(now, rel=1e-5)
         assert float(obs[0, names.index("demand")]) == pytest.approx(ahead, rel=1e-5)
         assert float(obs[4, names.index("lmp_own")]) * 100 == pytest.approx(
             float(info["lmp"][4]), rel=1e-5
         )
+
+
+def test_policy_metrics_for_the_evaluation_report():
+    # a uniform markup of 1 (uniform_mid) keeps truthful's dispatch and doubles every price
+    env, params = jaxgrid.make("gencos5-v0")
+    metrics = env.policy_metrics(env.baselines(params)["uniform_mid"], params, KEY, episodes=1)
+    assert metrics["generation_cost_vs_truthful"] == pytest.approx(1.0, rel=1e-4)
+    assert metrics["consumer_payment_vs_truthful"] == pytest.approx(2.0, rel=1e-3)
+    assert metrics["epsilon"] == max(0.0, max(metrics["deviation_gain"])) > 0
+    assert len(metrics["best_deviation_share"]) == 5

@@ -54,6 +54,7 @@ from jaxgrid.data.profiles import Profiles, sample_start
 from jaxgrid.env import Environment, Transition
 from jaxgrid.envs.gencos.baselines import constant_share
 from jaxgrid.envs.gencos.market import clear_market
+from jaxgrid.envs.gencos.metrics import deviation_gains, market_outcome
 from jaxgrid.grid import network_from_matpower
 from jaxgrid.grid.network import Network
 from jaxgrid.rewards.scalarise import Scalarisation
@@ -166,6 +167,25 @@ class GenCos(Environment):
             "truthful": constant_share(truthful),
             "uniform_mid": constant_share(np.full(self.num_agents, 0.5)),
             "max_markup": constant_share(np.ones(self.num_agents)),
+        }
+
+    def policy_metrics(self, policy, params: GenCosParams, key, episodes: int) -> dict:
+        """The ε-Nash check of ``policy`` (:func:`~jaxgrid.envs.gencos.metrics.deviation_gains`)
+        and its market against truthful bidding's on the same held-out days: generation
+        cost and consumer payment as ratios to truthful's."""
+        check = deviation_gains(self, params, policy, key, episodes)
+        ours = market_outcome(self, params, policy, key, episodes)
+        truthful = market_outcome(self, params, self.baselines(params)["truthful"], key, episodes)
+        return {
+            "epsilon": check.epsilon,
+            "deviation_gain": check.gain.tolist(),
+            "best_deviation_share": check.best_share.tolist(),
+            "generation_cost_vs_truthful": float(
+                ours["generation_cost"] / truthful["generation_cost"]
+            ),
+            "consumer_payment_vs_truthful": float(
+                ours["consumer_payment"] / truthful["consumer_payment"]
+            ),
         }
 
     def markup(self, action: Array, params: GenCosParams) -> Array:
