@@ -121,6 +121,9 @@ class Environment(abc.ABC, Generic[TState, TParams]):
     horizon: int
     abort_names: tuple[str, ...] = ()
     action_names: tuple[str, ...] | None = None  # an agent's action entries (or choices)
+    # relative accuracy of an iterative solver a step runs to a tolerance (an optimisation
+    # frozen once converged), which batching may move by more than round-off; None: none
+    solver_rtol: float | None = None
 
     def observation_names(self, params: TParams) -> tuple[str, ...]:
         """Names of an agent's observation entries (the last axis of the stacked
@@ -197,6 +200,13 @@ class Environment(abc.ABC, Generic[TState, TParams]):
     def oracle_return(self, params: TParams, state: TState) -> float | None:
         """The best return (mean over agents) an episode from ``state`` can earn with
         perfect foresight, or ``None`` where no oracle exists. Runs on the host, untraced."""
+        return None
+
+    def policy_metrics(self, policy, params: TParams, key, episodes: int) -> dict | None:
+        """Metrics of a trained ``policy(key, obs) -> action`` that need more than its own
+        episodes (a market's ε-Nash check), on held-out days, as JSON-ready numbers; or
+        ``None`` where the environment has none. Runs on the host, around compiled
+        rollouts; ``jaxgrid eval`` reports them beside each seed's results."""
         return None
 
     def render(self, state: TState, params: TParams | None = None, step: int | None = None):

@@ -419,6 +419,17 @@ def evaluate_runners(run: Run, runners: Any, stress: bool = False) -> dict:
         )
         seed_scores = list(report["scores"].values())
         report["policy"] = _mean_results(list(policies.values()))
+        extra = {
+            f"seed{k}": env.policy_metrics(
+                fns.policy(jax.tree_util.tree_map(lambda x, i=(s, k): x[i], runners)),
+                params,
+                key,
+                episodes,
+            )
+            for k in range(config.seeds)
+        }
+        if all(m is not None for m in extra.values()):
+            report["policy_metrics"] = extra
         scored = None not in seed_scores
         report["score_mean"] = float(np.mean(seed_scores)) if scored else None
         report["score_std"] = float(np.std(seed_scores)) if scored else None
@@ -522,6 +533,9 @@ def format_table(report: dict) -> str:
         for name, b in scenario.get("budgets", {}).items():
             verdict = "met" if b["met"] else "NOT met"
             lines.append(f"budget {name} <= {b['budget']:.4g}: {verdict} ({b['policy']:.4g})")
+        for seed, metrics in scenario.get("policy_metrics", {}).items():
+            shown = ", ".join(f"{k} {_short(v)}" for k, v in metrics.items())
+            lines.append(f"{seed}: {shown}")
         blocks.append("\n".join(lines))
     return "\n\n".join(blocks)
 
@@ -542,6 +556,13 @@ def _stress_table(stress: dict) -> list[str]:
             f"| {best[0]} ({best[1]['return']:.4g}) |"
         )
     return lines
+
+
+def _short(value) -> str:
+    """A metric for a table line: numbers to four significant digits, lists of them."""
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_short(v) for v in value) + "]"
+    return f"{value:.4g}" if isinstance(value, float) else str(value)
 
 
 def plot_learning_curve(out, report: dict | None = None) -> Path:

@@ -42,6 +42,13 @@ class Wrapper(Environment):
     def action_names(self):
         return self.env.action_names
 
+    def policy_metrics(self, policy, params, key, episodes):
+        return self.env.policy_metrics(policy, params, key, episodes)
+
+    @property
+    def solver_rtol(self):
+        return self.env.solver_rtol
+
     def observation_names(self, params):
         return self.env.observation_names(params)
 
