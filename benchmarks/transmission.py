@@ -68,27 +68,9 @@ def _lightsim2grid_solver(name):
     import numpy as np
     from lightsim2grid.solver import KLUSolver
     from pandapower.pypower.makeSbus import makeSbus
-    from pandapower.pypower.makeYbus import makeYbus
-    from scipy.sparse import csc_matrix
-    from test_acpf import _bus_types
-    from test_network import _pypower_tables
+    from test_acpf import pypower_problem
 
-    mpc, bus, branch = _pypower_tables(name)
-    base = float(mpc["baseMVA"])
-    raw = np.asarray(mpc["gen"], float)
-    row = {int(b): i for i, b in enumerate(np.asarray(mpc["bus"])[:, 0])}
-    gen = np.zeros((len(raw), 25))
-    k = min(raw.shape[1], 21)
-    gen[:, :k] = raw[:, :k]
-    gen[:, 0] = [row[int(b)] for b in raw[:, 0]]
-    y_bus = csc_matrix(makeYbus(base, bus, branch)[0])
-    ref, pv, pq = (np.asarray(x, np.int32) for x in _bus_types(bus, gen))
-    weights = np.zeros(len(bus))
-    weights[ref] = 1.0 / len(ref)
-    v0 = bus[:, 7] * np.exp(1j * np.deg2rad(bus[:, 8]))
-    on = gen[:, 7] > 0
-    at = gen[on, 0].astype(int)
-    v0[at] = gen[on, 5] * v0[at] / np.abs(v0[at])
+    base, bus, gen, y_bus, v0, ref, pv, pq, weights = pypower_problem(name)
     solver = KLUSolver()
 
     def solve(pd, qd):
@@ -96,7 +78,7 @@ def _lightsim2grid_solver(name):
         b[:, 2], b[:, 3] = pd, qd
         s_bus = makeSbus(base, b, gen).astype(complex)
         solver.reset()
-        ok = solver.compute_pf(y_bus, v0.astype(complex), s_bus, ref, weights, pv, pq, 20, 1e-8)
+        ok = solver.compute_pf(y_bus, v0.copy(), s_bus, ref, weights, pv, pq, 20, 1e-8)
         return np.array(solver.get_V(), copy=True) if ok else None
 
     return solve

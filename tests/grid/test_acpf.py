@@ -89,44 +89,42 @@ def _bus_types(bus, gen):
     return ref, pv, pq
 
 
-def _lightsim2grid(name, scale):
-    """``(vm, va_deg)`` of lightsim2grid's Newton-Raphson on PYPOWER's Y_bus and S_bus, or
-    ``None`` where it does not converge."""
-    from lightsim2grid.solver import SparseLUSolver
-    from pandapower.pypower.makeSbus import makeSbus
+def pypower_problem(name):
+    """``(base, bus, gen, y_bus, v0, ref, pv, pq, slack_weights)`` of the case's tables in
+    PYPOWER's form: buses renumbered in row order, ``Y_bus`` by ``makeYbus``, the starting
+    voltages with the generators' setpoints, MATPOWER's bus types."""
     from pandapower.pypower.makeYbus import makeYbus
     from scipy.sparse import csc_matrix
 
     mpc, bus, branch = _pypower_tables(name)
     base = float(mpc["baseMVA"])
-    bus[:, 2:4] *= scale  # PD, QD
     raw = np.asarray(mpc["gen"], float)
     row = {int(b): i for i, b in enumerate(np.asarray(mpc["bus"])[:, 0])}
     gen = np.zeros((len(raw), 25))
     k = min(raw.shape[1], 21)
     gen[:, :k] = raw[:, :k]
     gen[:, 0] = [row[int(b)] for b in raw[:, 0]]
-    y_bus, _, _ = makeYbus(base, bus, branch)
-    ref, pv, pq = _bus_types(bus, gen)
-    s_bus = makeSbus(base, bus, gen)
+    y_bus = csc_matrix(makeYbus(base, bus, branch)[0])
+    ref, pv, pq = (np.asarray(x, np.int32) for x in _bus_types(bus, gen))
     v0 = bus[:, 7] * np.exp(1j * np.deg2rad(bus[:, 8]))
-    on = gen[:, 7] > 0
-    v0[gen[on, 0].astype(int)] = (
-        gen[on, 5] * v0[gen[on, 0].astype(int)] / np.abs(v0[gen[on, 0].astype(int)])
-    )
+    at = gen[gen[:, 7] > 0, 0].astype(int)
+    v0[at] = gen[gen[:, 7] > 0, 5] * v0[at] / np.abs(v0[at])
     weights = np.zeros(len(bus))
     weights[ref] = 1.0 / len(ref)
+    return base, bus, gen, y_bus, v0.astype(complex), ref, pv, pq, weights
+
+
+def _lightsim2grid(name, scale):
+    """``(vm, va_deg)`` of lightsim2grid's Newton-Raphson on PYPOWER's Y_bus and S_bus, or
+    ``None`` where it does not converge."""
+    from lightsim2grid.solver import SparseLUSolver
+    from pandapower.pypower.makeSbus import makeSbus
+
+    base, bus, gen, y_bus, v0, ref, pv, pq, weights = pypower_problem(name)
+    bus[:, 2:4] *= scale  # PD, QD
     solver = SparseLUSolver()
     ok = solver.compute_pf(
-        csc_matrix(y_bus),
-        v0.astype(complex),
-        s_bus.astype(complex),
-        np.asarray(ref, np.int32),
-        weights,
-        np.asarray(pv, np.int32),
-        np.asarray(pq, np.int32),
-        50,
-        1e-10,
+        y_bus, v0, makeSbus(base, bus, gen).astype(complex), ref, weights, pv, pq, 50, 1e-10
     )
     if not ok:
         return None
