@@ -41,16 +41,24 @@ def _setup_devices() -> None:
 def measure(
     name: str, overrides: dict, num_envs: int, steps: int, repeats: int, batch: bool = False
 ):
-    """``(env-steps/s, compile s)`` for one environment configuration, stepped by
-    ``jax.vmap(env.step)`` or, with ``batch``, ``env.step_batch``."""
+    """``(env-steps/s, compile s)`` for one registered environment configuration, stepped
+    by ``jax.vmap(env.step)`` or, with ``batch``, ``env.step_batch``."""
+    import jaxgrid
+
+    env, params = jaxgrid.make(name, **overrides)
+    return measure_env(env, params, num_envs, steps, repeats, batch)
+
+
+def measure_env(env, params, num_envs: int, steps: int, repeats: int, batch: bool = False):
+    """``(env-steps/s, compile s)`` of any environment with gymnax's ``reset(key, params)``,
+    ``step(key, state, action, params)`` and ``action_space(params).sample(key)`` (a peer's
+    too), stepped by ``jax.vmap(env.step)`` (or ``env.step_batch``) in a jitted scan; every
+    observation and reward leaf is consumed."""
     import jax
     import jax.numpy as jnp
     import numpy as np
     from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-    import jaxgrid
-
-    env, params = jaxgrid.make(name, **overrides)
     space = env.action_space(params)
     devices = jax.devices()
     shard = len(devices) > 1 and num_envs % len(devices) == 0
@@ -62,10 +70,8 @@ def measure(
         def body(state, xs):
             action, key = xs
             obs, state, reward, *_ = step(key, state, action, params)
-            leaves = jax.tree_util.tree_leaves(obs)
-            return state, sum(jnp.sum(x.reshape(num_envs, -1), axis=1) for x in leaves) + jnp.sum(
-                reward, axis=1
-            )
+            leaves = jax.tree_util.tree_leaves((obs, reward))
+            return state, sum(jnp.sum(x.reshape(num_envs, -1), axis=1) for x in leaves)
 
         return jax.lax.scan(body, state, (actions, keys))
 

@@ -25,6 +25,8 @@ import sys
 import time
 import warnings
 
+from timing import median_time  # benchmarks/timing.py (the script's folder)
+
 
 def _setup_devices() -> None:
     if "jax" in sys.modules:
@@ -33,22 +35,6 @@ def _setup_devices() -> None:
     flags = os.environ.get("XLA_FLAGS", "")
     if "xla_force_host_platform_device_count" not in flags:
         os.environ["XLA_FLAGS"] = f"{flags} --xla_force_host_platform_device_count={n}".strip()
-
-
-def _median_rate(fn, args, batch, repeats, min_time=2.0):
-    import jax
-    import numpy as np
-
-    t0 = time.perf_counter()
-    jax.block_until_ready(fn(*args))
-    compile_s = time.perf_counter() - t0
-    times = []
-    start = time.perf_counter()
-    while len(times) < repeats or time.perf_counter() - start < min_time:
-        t0 = time.perf_counter()
-        jax.block_until_ready(fn(*args))
-        times.append(time.perf_counter() - t0)
-    return batch / float(np.median(times)), compile_s
 
 
 def speed(cases, batches, repeats):
@@ -86,11 +72,15 @@ def speed(cases, batches, repeats):
                 p = (s * jnp.asarray(feeder.p_load_mw)).astype(jnp.float32)
                 q = (s * jnp.asarray(feeder.q_load_mvar)).astype(jnp.float32)
                 one = jax.jit(build(feeder))
-                rate_1, compile_s = _median_rate(one, (p, q), batch, repeats)
+                seconds, compile_s, _ = median_time(one, (p, q), repeats, min_time=2.0)
+                rate_1 = batch / seconds
                 rate_all = None
                 if len(devices) > 1 and batch % len(devices) == 0:
                     ps, qs = jax.device_put(p, sharded), jax.device_put(q, sharded)
-                    rate_all, _ = _median_rate(jax.jit(build(feeder)), (ps, qs), batch, repeats)
+                    seconds, _, _ = median_time(
+                        jax.jit(build(feeder)), (ps, qs), repeats, min_time=2.0
+                    )
+                    rate_all = batch / seconds
                 rows.append((case, name, batch, rate_1, rate_all, compile_s))
     return rows, len(devices)
 

@@ -25,6 +25,8 @@ import time
 import warnings
 from pathlib import Path
 
+from timing import median_time  # benchmarks/timing.py (the script's folder)
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "tests" / "grid"))  # the tests' references
@@ -32,27 +34,9 @@ sys.path.insert(0, str(ROOT / "tests" / "grid"))  # the tests' references
 CASES = ("case14", "case118", "case300")
 
 
-def _median(fn, args, repeats, min_time=1.0):
-    """Median seconds of ``fn(*args)`` over at least ``repeats`` runs and ``min_time`` s."""
-    import numpy as np
-
-    times, start = [], time.perf_counter()
-    while len(times) < repeats or time.perf_counter() - start < min_time:
-        t0 = time.perf_counter()
-        fn(*args)
-        times.append(time.perf_counter() - t0)
-    return float(np.median(times))
-
-
 def _one_after_another(solve, pd, qd):
     for p, q in zip(pd, qd, strict=True):
         solve(p, q)
-
-
-def _blocked(fn, *args):
-    import jax
-
-    return jax.block_until_ready(fn(*args))
 
 
 def _loads(network, batch, seed=0):
@@ -127,8 +111,10 @@ def run(batches, repeats):
         ref_vm = np.stack([np.abs(v) if v is not None else np.full(len(pd[0]), np.nan)
                            for v in reference])  # fmt: skip
         n_ls = min(200, max(batches))
-        ls_rate = n_ls / _median(_one_after_another, (ls_solve, pd[:n_ls], qd[:n_ls]), repeats)
-        pp_rate = 1.0 / _median(_pandapower_solver(name), (1.0,), 3, min_time=0.5)
+        ls_rate = (
+            n_ls / median_time(_one_after_another, (ls_solve, pd[:n_ls], qd[:n_ls]), repeats)[0]
+        )
+        pp_rate = 1.0 / median_time(_pandapower_solver(name), (1.0,), 3, min_time=0.5)[0]
         rows.append((name, "lightsim2grid NR (KLU), one after another", 1, ls_rate, None, 0.0, 1.0))
         rows.append((name, "pandapower runpp (NR), one after another", 1, pp_rate, None, None, 1.0))
         for method in ("fast_decoupled", "newton"):
@@ -150,7 +136,7 @@ def run(batches, repeats):
                         t0 = time.perf_counter()
                         out = jax.block_until_ready(fn(p, q))
                         compile_s = time.perf_counter() - t0
-                        seconds = _median(_blocked, (fn, p, q), repeats)
+                        seconds = median_time(fn, (p, q), repeats)[0]
                         err = float(
                             np.nanmax(np.abs(np.asarray(out.vm_pu, float) - ref_vm[:batch]))
                         )

@@ -28,24 +28,13 @@ import os
 import sys
 import time
 import warnings
+from pathlib import Path
 
-CASE_DIR = "jaxgrid/grid/cases/transmission"
+from timing import median_time  # benchmarks/timing.py (the script's folder)
 
-
-def _median_time(fn, args, repeats, min_time=2.0):
-    import jax
-    import numpy as np
-
-    t0 = time.perf_counter()
-    out = jax.block_until_ready(fn(*args))
-    compile_s = time.perf_counter() - t0
-    times = []
-    start = time.perf_counter()
-    while len(times) < repeats or time.perf_counter() - start < min_time:
-        t0 = time.perf_counter()
-        out = jax.block_until_ready(fn(*args))
-        times.append(time.perf_counter() - t0)
-    return float(np.median(times)), compile_s, out
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests" / "dispatch"))  # the tests' PYPOWER reference
+CASE_DIR = ROOT / "jaxgrid/grid/cases/transmission"
 
 
 def _scenarios(network, batch, seed=0):
@@ -75,7 +64,9 @@ def jaxgrid_speed(case, batches, repeats):
             else:
                 fn = jax.jit(jax.vmap(lambda p, q: acopf(network, p, q)))
                 args = (p, q)
-            seconds, compile_s, out = _median_time(fn, args, repeats if batch > 1 else 3 * repeats)
+            seconds, compile_s, out = median_time(
+                fn, args, repeats if batch > 1 else 3 * repeats, min_time=2.0
+            )
             iterations = np.atleast_1d(np.asarray(out.iterations))
             converged = float(np.mean(np.asarray(out.converged)))
             name = f"jaxgrid acopf, {np.dtype(dtype).name}"
@@ -85,59 +76,12 @@ def jaxgrid_speed(case, batches, repeats):
     return rows
 
 
-def matpower_tables(case):
-    """PYPOWER's case dict of a bundled MATPOWER file (buses renumbered 0..n-1)."""
-    import numpy as np
-    import pandapower.pypower.idx_brch as idx_brch
-    import pandapower.pypower.idx_bus as idx_bus
-    import pandapower.pypower.idx_gen as idx_gen
-
-    from jaxgrid.grid.matpower import load_case
-
-    mpc = load_case(f"{CASE_DIR}/{case}.m")
-    raw = {k: np.atleast_2d(np.asarray(mpc[k], float)) for k in ("bus", "branch", "gen")}
-    bus = np.zeros((len(raw["bus"]), idx_bus.bus_cols))
-    bus[:, :13] = raw["bus"][:, :13]
-    branch = np.zeros((len(raw["branch"]), idx_brch.branch_cols))
-    branch[:, :13] = raw["branch"][:, :13]
-    gen = np.zeros((len(raw["gen"]), idx_gen.gen_cols))
-    gen[:, :21] = raw["gen"][:, :21]
-    row = {int(b): i for i, b in enumerate(bus[:, 0])}
-    bus[:, 0] = np.arange(len(bus))
-    for table, col in ((branch, 0), (branch, 1), (gen, 0)):
-        table[:, col] = [row[int(b)] for b in table[:, col]]
-    gencost = np.asarray(mpc["gencost"], float)[: len(gen)]
-    ppc = {"baseMVA": float(mpc["baseMVA"]), "bus": bus, "branch": branch, "gen": gen}
-    return {**ppc, "gencost": gencost, "version": "2"}
-
-
-def pypower_opf(ppc, tol=1e-6):
-    """PYPOWER's AC-OPF (pandapower's copy) of ``ppc``; see the test module for the two
-    workarounds (scipy's removed ``.H``, the case without flow limits)."""
-    import numpy as np
-    import pandapower.pypower.idx_brch as idx_brch
-    import scipy.sparse
-    from pandapower.pypower.opf import opf
-    from pandapower.pypower.ppoption import ppoption
-
-    if not hasattr(scipy.sparse.csr_matrix, "H"):
-        scipy.sparse.csr_matrix.H = property(lambda m: m.conj().T)
-    options = ppoption(VERBOSE=0, OUT_ALL=0)
-    options["INIT"] = "flat"
-    options = ppoption(
-        options, PDIPM_FEASTOL=tol, PDIPM_GRADTOL=tol, PDIPM_COMPTOL=tol, PDIPM_COSTTOL=tol
-    )
-    rate = ppc["branch"][:, idx_brch.RATE_A]
-    if not np.any((rate != 0) & (rate < 1e10)):
-        options["OPF_FLOW_LIM"] = 2
-    return opf({k: (v.copy() if hasattr(v, "copy") else v) for k, v in ppc.items()}, options)
-
-
 def pandapower_speed(case, solves):
     import numpy as np
     import pandapower as pp
     import pandapower.networks as pn
     import pandapower.pypower.idx_bus as idx_bus
+    from pypower_acopf import matpower_tables, pypower_opf  # imports numpy: after BLAS setup
 
     from jaxgrid.grid import network_from_matpower
 
@@ -175,17 +119,17 @@ def pandapower_speed(case, solves):
         )
     )
 
-    ppc = matpower_tables(case)
+    ppc = matpower_tables(f"{CASE_DIR}/{case}.m")
     times, converged, iterations = [], 0, []
     for k in range(solves):
         case_k = {**ppc, "bus": ppc["bus"].copy()}
         case_k["bus"][:, idx_bus.PD] *= scale[k]
         case_k["bus"][:, idx_bus.QD] *= scale[k]
         t0 = time.perf_counter()
-        res = pypower_opf(case_k)
+        res = pypower_opf(case_k, tol=1e-6)
         times.append(time.perf_counter() - t0)
         converged += bool(res["success"])
-        iterations.append(res["raw"]["output"]["iterations"])
+        iterations.append(res["iterations"])
     seconds = float(np.median(times))
     rows.append(
         (
@@ -206,13 +150,14 @@ def accuracy(cases):
     import jax
     import numpy as np
     import pandapower.pypower.idx_bus as idx_bus
+    from pypower_acopf import matpower_tables, pypower_opf
 
     from jaxgrid.dispatch import acopf
     from jaxgrid.grid import network_from_matpower
 
     rows = []
     for case in cases:
-        ref = pypower_opf(matpower_tables(case), tol=1e-9)
+        ref = pypower_opf(matpower_tables(f"{CASE_DIR}/{case}.m"))
         network = network_from_matpower(case)
         for dtype in (np.float64, np.float32):
             p, q = np.asarray(network.pd_mw, dtype), np.asarray(network.qd_mvar, dtype)
@@ -233,7 +178,7 @@ def accuracy(cases):
                         float(res.qg_violation_mvar),
                     ),
                     int(res.iterations),
-                    int(ref["raw"]["output"]["iterations"]),
+                    int(ref["iterations"]),
                 )
             )
     return rows

@@ -30,28 +30,13 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import time
 import warnings
 from pathlib import Path
 
+from timing import median_time  # benchmarks/timing.py (the script's folder)
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "dispatch"))  # the tests' reference and instances
-
-
-def _median_time(fn, args, repeats, min_time=1.0):
-    import jax
-    import numpy as np
-
-    t0 = time.perf_counter()
-    out = jax.block_until_ready(fn(*args))
-    compile_s = time.perf_counter() - t0
-    times = []
-    start = time.perf_counter()
-    while len(times) < repeats or time.perf_counter() - start < min_time:
-        t0 = time.perf_counter()
-        jax.block_until_ready(fn(*args))
-        times.append(time.perf_counter() - t0)
-    return float(np.median(times)), compile_s, out
 
 
 def run(batches, repeats, highs_solves):
@@ -90,7 +75,7 @@ def run(batches, repeats, highs_solves):
 
             print(f"{label}, batch {batch}", file=sys.stderr, flush=True)
             with jax.enable_x64(dtype == np.float64):
-                seconds, compile_s, out = _median_time(build(), args, repeats)
+                seconds, compile_s, out = median_time(build(), args, repeats)
             cost = np.asarray(out.cost, float)
             lmp = np.asarray(out.lmp, float)
             cost_err = max(
@@ -171,7 +156,7 @@ def run_linear(batches, repeats, pzj_path):
             )
             with jax.enable_x64(dtype == np.float64):
                 typed = tuple(a.astype(dtype) if a.dtype.kind == "f" else a for a in args)
-                seconds, compile_s, out = _median_time(fn, typed, repeats)
+                seconds, compile_s, out = median_time(fn, typed, repeats)
             acc = accuracy(
                 np.asarray(out.cost, float),
                 np.asarray(out.lmp, float),
@@ -206,7 +191,7 @@ def run_linear(batches, repeats, pzj_path):
                     np.asarray(args[0], np.float32),
                     np.asarray(args[2] & on0, np.float32),
                 )
-                seconds, compile_s, out = _median_time(fn, typed, repeats)
+                seconds, compile_s, out = median_time(fn, typed, repeats)
             pg = np.asarray(out.unit_power, float)
             on = args[2] & on0
             cost = np.sum(np.where(on, poly[:batch, :, 1] * pg + poly[:batch, :, 2], 0.0), axis=1)

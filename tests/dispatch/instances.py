@@ -3,31 +3,16 @@ ratings tightened until several lines bind, then loads, costs and commitments dr
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import numpy as np
 from highs_dcopf import solve
 
+sys.path.insert(0, str(Path(__file__).parents[1] / "grid"))  # the grid tests' helpers
+from topology import bridges  # noqa: E402
+
 CASES = ("case9", "case30", "case39", "case57", "case118", "case300")
-
-
-def bridges(network) -> np.ndarray:
-    """``(n_branch,)`` bool: in-service branches whose outage splits the network."""
-    from scipy.sparse import coo_matrix
-    from scipy.sparse.csgraph import connected_components
-
-    f, t = np.asarray(network.branch_from), np.asarray(network.branch_to)
-    on, n = np.asarray(network.branch_in_service), network.n_bus
-
-    def islands(mask):
-        graph = coo_matrix((np.ones(mask.sum()), (f[mask], t[mask])), shape=(n, n))
-        return connected_components(graph, directed=False)[0]
-
-    base = islands(on)
-    out = np.zeros(len(f), bool)
-    for k in np.flatnonzero(on):
-        mask = on.copy()
-        mask[k] = False
-        out[k] = islands(mask) > base
-    return out
 
 
 def tightened(network, n_lines: int = 6, factor: float = 0.8):

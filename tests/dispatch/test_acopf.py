@@ -24,7 +24,6 @@ case_ACTIVSg200 (out-of-service and fixed-output generators)::
 """
 
 import os
-import warnings
 
 import jax
 import jax.numpy as jnp
@@ -33,19 +32,13 @@ import pytest
 from conftest import assert_tree_finite, x64
 
 from jaxgrid.dispatch import ACOPFResult, acopf
-from jaxgrid.grid.matpower import load_case
 from jaxgrid.grid.network_matpower import network_from_matpower
 
 pytest.importorskip("pandapower")
 import pandapower.pypower.idx_brch as idx_brch  # noqa: E402
 import pandapower.pypower.idx_bus as idx_bus  # noqa: E402
 import pandapower.pypower.idx_gen as idx_gen  # noqa: E402
-import scipy.sparse  # noqa: E402
-from pandapower.pypower.opf import opf  # noqa: E402
-from pandapower.pypower.ppoption import ppoption  # noqa: E402
-
-if not hasattr(scipy.sparse.csr_matrix, "H"):  # PYPOWER's d2Sbr_dV2 still uses it
-    scipy.sparse.csr_matrix.H = property(lambda m: m.conj().T)
+from pypower_acopf import matpower_tables, pypower_opf  # noqa: E402
 
 FULL = os.environ.get("JAXGRID_VALIDATE") == "full"
 CASE_DIR = "jaxgrid/grid/cases/transmission"
@@ -56,69 +49,6 @@ PWL_CASE9 = (  # generator 1 of case9 on a convex three-segment curve, MW and $/
     "\t2\t2000\t0\t3\t0.085\t1.2\t600\t0\t0\t0\t0\t0;\n"
     "\t2\t3000\t0\t3\t0.1225\t1\t335\t0\t0\t0\t0\t0;\n"
 )
-
-
-def matpower_tables(path) -> dict:
-    """PYPOWER's case dict of a MATPOWER file: every row, buses renumbered 0..n-1 in row
-    order, PYPOWER's column counts, generator costs of the generators only."""
-    mpc = load_case(path)
-    raw = {k: np.atleast_2d(np.asarray(mpc[k], float)) for k in ("bus", "branch", "gen")}
-    bus = np.zeros((len(raw["bus"]), idx_bus.bus_cols))
-    bus[:, :13] = raw["bus"][:, :13]
-    branch = np.zeros((len(raw["branch"]), idx_brch.branch_cols))
-    branch[:, :13] = raw["branch"][:, :13]
-    gen = np.zeros((len(raw["gen"]), idx_gen.gen_cols))
-    gen[:, :21] = raw["gen"][:, :21]
-    row = {int(b): i for i, b in enumerate(bus[:, 0])}
-    bus[:, 0] = np.arange(len(bus))
-    for table, col in ((branch, 0), (branch, 1), (gen, 0)):
-        table[:, col] = [row[int(b)] for b in table[:, col]]
-    gencost = np.asarray(mpc["gencost"], float)[: len(gen)]
-    return {
-        "baseMVA": float(mpc["baseMVA"]),
-        "bus": bus,
-        "branch": branch,
-        "gen": gen,
-        "gencost": gencost,
-    }
-
-
-def pypower_opf(tables: dict) -> dict:
-    """PYPOWER's AC-OPF of ``tables`` (out-of-service branches and generators left out, as
-    its ``ext2int`` would), with every generator's and branch's result put back in its
-    row (0 where out of service)."""
-    gen_on = tables["gen"][:, idx_gen.GEN_STATUS] > 0
-    branch_on = tables["branch"][:, idx_brch.BR_STATUS] > 0
-    ppc = {
-        "baseMVA": tables["baseMVA"],
-        "bus": tables["bus"].copy(),
-        "branch": tables["branch"][branch_on].copy(),
-        "gen": tables["gen"][gen_on].copy(),
-        "gencost": tables["gencost"][gen_on].copy(),
-        "version": "2",
-    }
-    options = ppoption(VERBOSE=0, OUT_ALL=0)
-    options["INIT"] = "flat"  # pandapower's OPF entry point sets it; MATPOWER's start
-    options = ppoption(
-        options, PDIPM_FEASTOL=1e-9, PDIPM_GRADTOL=1e-9, PDIPM_COMPTOL=1e-9, PDIPM_COSTTOL=1e-9
-    )
-    rate = ppc["branch"][:, idx_brch.RATE_A]
-    if not np.any((rate != 0) & (rate < 1e10)):
-        options["OPF_FLOW_LIM"] = 2  # no flow limits: the path with the empty-set guard
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        res = opf(ppc, options)
-    gen = np.zeros((len(gen_on), res["gen"].shape[1]))
-    gen[gen_on] = res["gen"]
-    branch = np.zeros((len(branch_on), res["branch"].shape[1]))
-    branch[branch_on] = res["branch"]
-    return {
-        "success": bool(res["success"]),
-        "f": float(res["f"]),
-        "bus": res["bus"],
-        "gen": gen,
-        "branch": branch,
-    }
 
 
 def solve(network, p_mw=None, q_mvar=None, **kwargs) -> ACOPFResult:

@@ -17,31 +17,11 @@ from pandapower.pypower.makeBdc import makeBdc
 from pandapower.pypower.makeLODF import makeLODF
 from pandapower.pypower.makePTDF import makePTDF
 from pandapower.pypower.makeSbus import makeSbus
-from scipy.sparse import coo_matrix
-from scipy.sparse.csgraph import connected_components
 from test_network import _pypower_tables
+from topology import bridges
 
 from jaxgrid.grid import dcpf, lodf, network_from_matpower, ptdf, shift_flow_mw
 from jaxgrid.grid.network_matpower import TRANSMISSION_CASES
-
-
-def _bridges(network, on=None):
-    """``(n_branch,)`` bool: in-service branches whose outage adds an island."""
-    f, t = np.asarray(network.branch_from), np.asarray(network.branch_to)
-    on = np.asarray(network.branch_in_service) if on is None else on
-    n = network.n_bus
-
-    def islands(mask):
-        graph = coo_matrix((np.ones(mask.sum()), (f[mask], t[mask])), shape=(n, n))
-        return connected_components(graph, directed=False)[0]
-
-    base = islands(on)
-    out = np.zeros(len(f), bool)
-    for k in np.flatnonzero(on):
-        mask = on.copy()
-        mask[k] = False
-        out[k] = islands(mask) > base
-    return out
 
 
 def _outages(network, rng, count=3):
@@ -49,7 +29,7 @@ def _outages(network, rng, count=3):
     a time, so the network stays connected)."""
     on = np.asarray(network.branch_in_service).copy()
     for _ in range(count):
-        candidates = np.flatnonzero(on & ~_bridges(network, on))
+        candidates = np.flatnonzero(on & ~bridges(network, on))
         if candidates.size:
             on[rng.choice(candidates)] = False
     return network.replace(branch_in_service=on)
@@ -105,7 +85,7 @@ def test_ptdf_and_lodf_are_pypowers(name):
         factors, bridge = (np.asarray(a) for a in jax.jit(lodf)(network))
     np.testing.assert_allclose(h, expected_ptdf, atol=1e-9)
     assert np.all(h[:, slack] == 0)
-    np.testing.assert_array_equal(bridge, _bridges(network))
+    np.testing.assert_array_equal(bridge, bridges(network))
     assert np.all(np.isfinite(factors))
     ok = ~bridge
     np.testing.assert_allclose(factors[:, ok], expected_lodf[:, ok], atol=1e-8)
@@ -127,7 +107,7 @@ def test_lodf_predicts_the_flows_after_an_outage():
 
 def test_contingencies_vmap_and_an_island_is_not_converged():
     network = network_from_matpower("case30")
-    bridge = _bridges(network)
+    bridge = bridges(network)
     loaded = np.asarray(network.pd_mw)[np.asarray(network.branch_to)] > 0
     k_mesh, k_bridge = np.flatnonzero(~bridge)[0], np.flatnonzero(bridge & loaded)[0]
     statuses = np.ones((3, network.n_branch), bool)

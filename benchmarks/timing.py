@@ -1,0 +1,25 @@
+"""Timing shared by the benchmarks: the first call (compilation included) timed apart,
+then the median of repeated calls."""
+
+from __future__ import annotations
+
+import time
+
+
+def median_time(fn, args, repeats: int, min_time: float = 1.0):
+    """``(median_s, first_s, out)``: ``fn(*args)`` called once (``first_s``: compilation
+    and one run for a jitted function), then at least ``repeats`` times and for at least
+    ``min_time`` seconds; ``median_s`` is the median of those calls, each waited for with
+    ``jax.block_until_ready`` (a no-op on NumPy results)."""
+    import jax
+    import numpy as np
+
+    t0 = time.perf_counter()
+    out = jax.block_until_ready(fn(*args))
+    first_s = time.perf_counter() - t0
+    times, start = [], time.perf_counter()
+    while len(times) < repeats or time.perf_counter() - start < min_time:
+        t0 = time.perf_counter()
+        jax.block_until_ready(fn(*args))
+        times.append(time.perf_counter() - t0)
+    return float(np.median(times)), first_s, out

@@ -1,0 +1,140 @@
+"""Transmission and market environments side by side with PowerZooJax's: env-steps/s of
+``tso118-v0`` against its TSO unit-commitment environment and of ``gencos5-v0`` against
+its GenCos market, at 1, 64, 256 and 1024 environments.
+
+    python benchmarks/transmission_envs.py --powerzoojax PATH [--quick] [--out FILE]
+
+``PATH`` is a checkout of PowerZooJax (not on PyPI: ``git clone
+https://github.com/powerzoojax/PowerZooJax``); without it only jaxgrid's rows are run.
+Every environment is stepped as users write it, ``jax.vmap(env.step)`` in a jitted
+``lax.scan`` of one 48-step day, uniform random actions and step keys drawn before each
+timed run, every observation and reward consumed (``env_throughput.measure_env``); the
+batch is split over one XLA host device per core; median of repeated runs, compile
+seconds apart.
+
+The peers run as PowerZooJax's tasks build them: the TSO environment
+(``UnitCommitmentEnv`` with ``make_tso_case118_params``: case118 with its benchmark line
+caps, commitment and reserve on, ADMM DC-OPF of 100 iterations) and the GenCos market
+(``make_gencos_env`` on case5, 3 offer segments). Their GB demand files are Git LFS
+objects absent from the checkout, so the TSO runs on its synthetic net load and the
+GenCos market on case5's loads times a daily shape; the work of a step does not depend on
+the numbers. The dispatch of jaxgrid's environments is exact (interior point to
+HiGHS's optimum, ``tests/dispatch``); PowerZooJax's ADMM stops at its iteration count
+(its accuracy against HiGHS: ``benchmarks/transmission_dispatch.py``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import warnings
+from pathlib import Path
+
+from env_throughput import _setup_devices, measure, measure_env
+
+BATCHES = (1, 64, 256, 1024)
+STEPS = 48  # one day of half-hour steps
+
+
+class _GenCosPeer:
+    """PowerZooJax's ``MarketMARLEnv`` (``reset(key)``, ``step(key, state, actions)`` with
+    a dict of actions per agent) behind the ``reset(key, params)``/``step(key, state,
+    action, params)`` calls ``measure_env`` makes."""
+
+    def __init__(self, env):
+        self.env = env
+
+    def reset(self, key, params):
+        return self.env.reset(key)
+
+    def step(self, key, state, action, params):
+        return self.env.step(key, state, action)
+
+    def action_space(self, params):
+        return _DictSpace({name: self.env.action_space(name) for name in self.env.agent_names})
+
+
+class _DictSpace:
+    def __init__(self, spaces):
+        self.spaces = spaces
+
+    def sample(self, key):
+        import jax
+
+        keys = jax.random.split(key, len(self.spaces))
+        return {n: s.sample(k) for (n, s), k in zip(self.spaces.items(), keys, strict=True)}
+
+
+def _peers(path):
+    """``{jaxgrid id: (label, env, params)}`` of PowerZooJax's two environments."""
+    import jax.numpy as jnp
+    import numpy as np
+
+    sys.path.insert(0, str(Path(path).resolve()))
+    from powerzoojax.case import load_case
+    from powerzoojax.envs.grid.unit_commitment import UnitCommitmentEnv
+    from powerzoojax.tasks.gencos import make_gencos_env
+    from powerzoojax.tasks.tso import make_tso_case118_params
+
+    tso_params = make_tso_case118_params(max_steps=STEPS)
+    case5 = load_case("5")
+    hours = np.arange(STEPS) / 2.0
+    shape = 0.75 + 0.25 * np.sin(2 * np.pi * (hours - 12.0) / 24.0)  # evening peak
+    profiles = jnp.asarray(shape[:, None] * np.asarray(case5.load_d_max)[None, :], jnp.float32)
+    gencos, gencos_params = make_gencos_env(case5, profiles, max_steps=STEPS)
+    return {
+        "tso118-v0": ("PowerZooJax TSO (case118, ADMM DC-OPF)", UnitCommitmentEnv(), tso_params),
+        "gencos5-v0": ("PowerZooJax GenCos (case5)", _GenCosPeer(gencos), gencos_params),
+    }
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--powerzoojax", help="a PowerZooJax checkout: run its environments")
+    parser.add_argument("--quick", action="store_true", help="fewer repeats, batches 1 and 64")
+    parser.add_argument("--out", help="also write the table to this markdown file")
+    args = parser.parse_args(argv)
+    _setup_devices()
+    warnings.simplefilter("ignore")
+    import jax
+
+    peers = _peers(args.powerzoojax) if args.powerzoojax else {}
+    batches = BATCHES[:2] if args.quick else BATCHES
+    repeats = 3 if args.quick else 7
+    lines = [
+        f"env-steps/s on {jax.devices()[0].device_kind} ({len(jax.devices())} XLA devices), "
+        f"`jax.vmap(env.step)` over a {STEPS}-step day, median of {repeats} runs; compile "
+        f"seconds at {batches[-1]} environments.",
+        "",
+        "| environment | " + " | ".join(f"{b} envs" for b in batches) + " | compile s |",
+        "|---|" + "---|" * (len(batches) + 1),
+    ]
+    for name in ("tso118-v0", "gencos5-v0"):
+        runs = [(f"jaxgrid `{name}`", lambda b, name=name: measure(name, {}, b, STEPS, repeats))]
+        if name in peers:
+            label, env, params = peers[name]
+            runs.append(
+                (
+                    label,
+                    lambda b, env=env, params=params: measure_env(env, params, b, STEPS, repeats),
+                )
+            )
+        for label, run in runs:
+            cells, compile_s = [], 0.0
+            for b in batches:
+                rate, compile_s = run(b)
+                cells.append(f"{rate:.3g}")
+            line = f"| {label} | " + " | ".join(cells) + f" | {compile_s:.1f} |"
+            print(line, flush=True)
+            lines.append(line)
+    text = "\n".join(lines)
+    print("\n" + text)
+    if args.out:
+        Path(args.out).write_text(text + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
