@@ -201,7 +201,7 @@ def test_vmap_jit_and_one_trace(opf14):
     keys = jax.random.split(KEY, 8)
     _, (obs, reward) = rollout(keys)
     _, (obs2, _) = rollout(jax.random.split(jax.random.PRNGKey(1), 8))  # no retrace
-    assert obs.shape == (6, 8, 5, 15) and reward.shape == (6, 8, 5)
+    assert obs.shape == (6, 8, 5, 17) and reward.shape == (6, 8, 5)
     assert np.all(np.isfinite(obs)) and np.all(reward < 0)
     # one environment of the batch is the same environment alone
     one = env.reset(keys[3], params)[0]

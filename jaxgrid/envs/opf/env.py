@@ -30,9 +30,9 @@ agent's voltage setpoint. A power flow that does not converge is the contract's 
 physics: the episode terminates, the only cost is ``power_flow`` = 1 and the reward is
 ``-power_flow_penalty`` for the step and each step it cuts off.
 
-**Observation.** ``(n_gen, 12 + n_class)`` per generator: its last active and reactive
+**Observation.** ``(n_gen, 14 + n_class)`` per generator: its last active and reactive
 output (``p_pu``, ``q_pu``, pu of ``base_mva``), its bus's last voltage (``vm_pu``), its
-active range (``pmin_pu``, ``pmax_pu``), its marginal cost at its last output
+active and reactive ranges (``pmin_pu``, ``pmax_pu``, ``qmin_pu``, ``qmax_pu``), its marginal cost at its last output
 (``marginal_cost``, hundreds of currency/MWh), the active load at its bus in the step
 about to be served (``bus_load_pu``), ``is_slack`` (1 for the slack generator); then, the
 same for all, the step's total load as a share of the case's (``load_factor``), each
@@ -193,6 +193,8 @@ class OPF(Environment):
             "vm_pu",
             "pmin_pu",
             "pmax_pu",
+            "qmin_pu",
+            "qmax_pu",
             "marginal_cost",
             "bus_load_pu",
             "is_slack",
@@ -201,7 +203,7 @@ class OPF(Environment):
         return own + system + ("sin_time", "cos_time", "last_cost")
 
     def observation_space(self, params):
-        return spaces.Box(-jnp.inf, jnp.inf, (self.n_gen, 12 + self.n_class))
+        return spaces.Box(-jnp.inf, jnp.inf, (self.n_gen, 14 + self.n_class))
 
     def action_space(self, params):
         return spaces.Box(-1.0, 1.0, (self.n_gen, 2))
@@ -298,6 +300,8 @@ class OPF(Environment):
                 state.vm_pu[gen_bus],
                 params.pmin_mw / base,
                 params.pmax_mw / base,
+                params.qmin_mvar / base,
+                params.qmax_mvar / base,
                 (2.0 * c2 * state.pg_mw + c1) / PRICE_SCALE,
                 p_load[gen_bus] / base,
                 jnp.asarray(self.slack, float_dtype()),
@@ -401,7 +405,7 @@ class OPF(Environment):
                 "pg_mw": pg,
                 "qg_mvar": qg,
                 "vm_pu": vm,
-                "generation_cost": cost_h,
+                "generation_cost_per_h": cost_h,
                 "load_mw": jnp.sum(p_load),
                 "loss_mw": jnp.where(failed, 0.0, r.loss_mw),
                 "min_vm_pu": jnp.min(vm),
