@@ -224,12 +224,13 @@ class OPF(Environment):
 
     def oracle_return(self, params: OPFParams, state: OPFState) -> float:
         """The day's return under the AC-OPF of every step (float64, on the host;
-        :func:`~jaxgrid.envs.opf.oracle.day_oracle`), for the default reward."""
+        :func:`~jaxgrid.envs.opf.oracle.day_oracle`), for the default objective weight.
+        Cost penalties (``cost_weights``) leave it unchanged: the AC-OPF violates no
+        limit, so it pays none."""
         from jaxgrid.envs.opf.oracle import day_oracle
 
-        weights = np.asarray(params.scalarisation.weights)
-        if not np.allclose(weights, 1.0) or params.scalarisation.cost_weights is not None:
-            raise ValueError("the AC-OPF oracle knows only the default reward")
+        if not np.allclose(np.asarray(params.scalarisation.weights), 1.0):
+            raise ValueError("the AC-OPF oracle knows only the default objective weight")
         day = day_oracle(self, params, int(state.start))
         if not np.all(day.converged):
             raise ValueError(
