@@ -6,8 +6,8 @@ least generation cost within voltage, thermal, active and reactive limits), and 
 setpoints (active outputs and generator-bus voltages) stepped through the environment's
 power flow reproduce it. :func:`day_oracle` solves a day's steps in one ``vmap``-ped
 program in float64 on the host (the reference precision of the solver; its float32
-cost agrees to 2e-6). It takes a few seconds on case14 (compiling included) and several
-minutes on case118, whose interior point iterations cost about a second each.
+cost agrees to 2e-6). It takes about 6 s a day on case14 and 100 s on case118 (compiling
+included, on a 2-core CPU).
 """
 
 from __future__ import annotations
