@@ -117,6 +117,7 @@ class RunConfig:
             settings["log_every"] = max(1, _ppo_config(settings).num_updates // 200)
         self.ppo = _json_ready(dataclasses.asdict(_ppo_config(settings)))  # validated now
         self.env_kwargs = {**tuned["env_kwargs"], **self.env_kwargs}
+        self.cost_penalty = {**tuned["cost_penalty"], **self.cost_penalty}
 
     def make_env(self):
         """``(env, params)`` of the run: the registered environment with ``env_kwargs``,

@@ -208,6 +208,17 @@ def test_tuned_defaults_fill_what_the_config_leaves_out():
     assert RunConfig.from_json(json.loads(json.dumps(config.to_json()))) == config
 
 
+def test_tuned_defaults_carry_a_cost_penalty_a_config_can_override():
+    config = RunConfig(env="opf14-v0", algo="ippo", cost_penalty={"voltage": 5.0})
+    assert config.cost_penalty["reactive_limit"] == 0.1
+    assert config.cost_penalty["voltage"] == 5.0
+    assert config.ppo["gamma"] == 0.0
+    env, params = config.make_env()
+    weights = dict(zip(env.cost_names, params.scalarisation.cost_weights.tolist()))
+    assert weights["voltage"] == 5.0 and weights["active_limit"] == pytest.approx(0.1)
+    assert RunConfig.from_json(json.loads(json.dumps(config.to_json()))) == config
+
+
 def test_train_takes_a_scenario_file(tmp_path):
     from jaxgrid.cli import _run_config, build_parser
 
