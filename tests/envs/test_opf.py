@@ -118,7 +118,7 @@ def test_oracle_setpoints_cost_nothing_and_earn_the_acopf_cost(opf14):
         np.testing.assert_array_equal(info["costs"], 0.0)
         rewards.append(float(reward[0]))
     assert terminated
-    np.testing.assert_allclose(rewards, -oracle.cost_mw * 0.5 / 1000, rtol=1e-5)
+    np.testing.assert_allclose(rewards, -oracle.cost_per_h * 0.5 / 1000, rtol=1e-5)
     start = _start(env, test, day)
     np.testing.assert_allclose(env.oracle_return(test, start), sum(rewards), rtol=1e-5)
 
@@ -231,4 +231,4 @@ def test_opf118_oracle_setpoints_cost_nothing():
         action = env.encode(jnp.asarray(oracle.pg_mw[t]), jnp.asarray(oracle.vg_pu[t]), params)
         _, _, reward, _, _, info = step(KEY, s, action, params)
         np.testing.assert_array_equal(info["costs"], 0.0)
-        np.testing.assert_allclose(reward[0], -oracle.cost_mw[t] * 0.5 / 1000, rtol=1e-5)
+        np.testing.assert_allclose(reward[0], -oracle.cost_per_h[t] * 0.5 / 1000, rtol=1e-5)

@@ -20,10 +20,11 @@ FULL = os.environ.get("JAXGRID_VALIDATE") == "full"
 # environments whose step solves an optimisation (a DC-OPF every step: about 100
 # env-steps/s here) run two episodes in four environments instead; on case118 its
 # programs take minutes to compile, so the default suite checks the case14 variants
-# (the same code) and JAXGRID_VALIDATE=full the case118 ones too; opf118-v0 (an AC power
-# flow of 118 buses a step, about 20 s at the smaller sizes) runs smaller too
+# (the same code) and JAXGRID_VALIDATE=full the case118 ones too; so too opf118-v0 (an
+# AC power flow of 118 buses a step, about 20 s at the smaller sizes; opf14-v0 is the same
+# code)
 SMALLER = {"num_steps": 96, "num_envs": 4}
-CHECKED = [n for n in jaxgrid.list_envs() if FULL or not n.startswith("tso118")]
+CHECKED = [n for n in jaxgrid.list_envs() if FULL or not n.startswith(("tso118", "opf118"))]
 
 
 @pytest.mark.parametrize("name", CHECKED)

@@ -237,7 +237,7 @@ class OPF(Environment):
                 f"{self.name}: the AC-OPF did not converge at steps "
                 f"{np.flatnonzero(~day.converged).tolist()} of the day from row {int(state.start)}"
             )
-        return -float(np.sum(day.cost_mw)) * float(params.dt_h) / KILO
+        return -float(np.sum(day.cost_per_h)) * float(params.dt_h) / KILO
 
     # -- the model -------------------------------------------------------------------
 

@@ -27,13 +27,13 @@ class DayOPF(NamedTuple):
     """The AC-OPF of each of a day's ``T`` steps (``G`` generators).
 
     Attributes:
-        cost_mw: ``(T,)`` generation cost, currency/h.
+        cost_per_h: ``(T,)`` generation cost, currency/h.
         pg_mw: ``(T, G)`` active outputs, MW.
         vg_pu: ``(T, G)`` voltage at each generator's bus, pu.
         converged: ``(T,)`` bool, the interior point method converged.
     """
 
-    cost_mw: np.ndarray
+    cost_per_h: np.ndarray
     pg_mw: np.ndarray
     vg_pu: np.ndarray
     converged: np.ndarray
@@ -88,7 +88,7 @@ def day_oracle(env, params, start: int, iterations: int = 100) -> DayOPF:
         solve = jax.jit(jax.vmap(lambda p, q: acopf(network, p, q, iterations=iterations)))
         r = jax.device_get(solve(jnp.asarray(p_mw), jnp.asarray(q_mvar)))
     return DayOPF(
-        cost_mw=np.asarray(r.cost, float),
+        cost_per_h=np.asarray(r.cost, float),
         pg_mw=np.asarray(r.pg_mw, float),
         vg_pu=np.asarray(r.vm_pu, float)[:, gen_bus],
         converged=np.asarray(r.converged),
