@@ -121,7 +121,7 @@ def measure(env_name, env_kwargs, algo, fields, updates: int, repeats: int):
     from jaxgrid.train.run import ALGOS, RunConfig
 
     config = RunConfig(env=env_name, algo=algo, env_kwargs=env_kwargs, ppo=dict(fields))
-    ppo = config.ppo_config()
+    ppo = config.algo_config()
     env, params = jaxgrid.make(env_name, **config.env_kwargs)
     fns = ALGOS[algo](ppo, env, params)
     run = jax.jit(fns.run_updates, static_argnums=(2,), donate_argnums=0)

@@ -1,6 +1,7 @@
 """Tuned settings per environment and algorithm (the README's learning results use them).
 
-Each entry holds ``ppo`` (:class:`~jaxgrid.train.ppo.PPOConfig` fields) and ``env_kwargs``
+Each entry holds ``ppo`` (:class:`~jaxgrid.train.ppo.PPOConfig` fields, for ``ppo`` and
+``ippo``) or ``sac`` (:class:`~jaxgrid.train.sac.SACConfig` fields) and ``env_kwargs``
 (arguments of the environment's factory, e.g. the reward shaping trained on). Anything not
 listed takes the defaults; a run's config file or command line overrides any of them.
 """
@@ -38,6 +39,7 @@ DEFAULTS: dict[tuple[str, str], dict] = {
 
 
 def defaults(env: str, algo: str) -> dict:
-    """``{"ppo": {...}, "env_kwargs": {...}}``: the tuned settings for ``env`` and ``algo``."""
+    """``{"ppo": {...}, "sac": {...}, "env_kwargs": {...}}``: the tuned settings for ``env``
+    and ``algo``."""
     entry = DEFAULTS.get((env, algo), {})
-    return {"ppo": dict(entry.get("ppo", {})), "env_kwargs": dict(entry.get("env_kwargs", {}))}
+    return {key: dict(entry.get(key, {})) for key in ("ppo", "sac", "env_kwargs")}
