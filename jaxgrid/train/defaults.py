@@ -13,6 +13,18 @@ DEFAULTS: dict[tuple[str, str], dict] = {
     ("arbitrage-v0", "ppo"): dict(
         ppo=dict(total_steps=2_000_000, num_envs=128, num_steps=24, gamma=1.0, hidden=(128, 128)),
     ),
+    # the same task off-policy: a tenth of PPO's steps, each learned from 8 / 16 times
+    ("arbitrage-v0", "sac"): dict(
+        sac=dict(
+            total_steps=200_000,
+            num_envs=16,
+            gradient_steps=8,
+            buffer_size=100_000,
+            learning_starts=2_000,
+            gamma=1.0,
+            hidden=(64, 64),
+        ),
+    ),
     # MAPDN's bowl barrier and a lighter reactive-power weight: under the l1 barrier with
     # q weight 0.1, doing nothing scores best and IPPO learns to do nothing; 0.025 sits at
     # droop's controllable ratio with less reactive power (0.02 and 0.03 fall either side)

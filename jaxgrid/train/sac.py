@@ -90,7 +90,8 @@ from jaxgrid.wrappers import CentralisedWrapper, LogWrapper
 @dataclasses.dataclass(frozen=True)
 class SACConfig:
     """Hyper-parameters (static: they shape the program). Defaults: Haarnoja et al.'s
-    (2018, table 1) but for the learner's batch of ``num_envs`` environments."""
+    (2018, table 1) but for ``num_envs`` environments stepped together and a buffer of
+    1e5 transitions (1e6 in the paper) that checkpoints can hold."""
 
     # environment steps of one member over the whole training, summed over environments,
     # the random ``learning_starts`` included
@@ -99,7 +100,8 @@ class SACConfig:
     num_steps: int = 1  # steps of every environment between two rounds of gradient steps
     gradient_steps: int = 16  # per update: one per new transition with the defaults
     batch_size: int = 256  # transitions per gradient step
-    buffer_size: int = 1_000_000  # transitions the replay buffer holds (then the oldest go)
+    # transitions the replay buffer holds (then the oldest go); checkpoints hold it too
+    buffer_size: int = 100_000
     # environment steps (summed over environments, rounded down to whole steps of all of
     # them) of uniform random actions that fill the buffer before the first update
     learning_starts: int = 5_000

@@ -2,6 +2,8 @@
 finite losses and shapes, learning the tank task, a cost budget that binds, one trace of
 the update, float64, refusals, and a run resumed to the uninterrupted result."""
 
+import json
+
 import chex
 import distrax
 import flashbax
@@ -11,9 +13,12 @@ import numpy as np
 import pytest
 from toy_envs import Doors, Tanks
 
+from jaxgrid.cli import main
 from jaxgrid.train import isac, sac
 from jaxgrid.train.distributions import BoundedPolicy
 from jaxgrid.train.evaluate import evaluate
+from jaxgrid.train.logger import read_metrics
+from jaxgrid.train.run import RunConfig, train_run
 
 KEY = jax.random.PRNGKey(0)
 MAKE = {"sac": sac.make_train, "isac": isac.make_train}
@@ -221,3 +226,43 @@ def test_refuses_discrete_actions_and_bad_settings():
         sac.SACConfig(tau=0.0)
     with pytest.raises(ValueError, match=r"has no cost \['voltage'\]"):
         sac.make_train(_small(cost_budgets=(("voltage", 1.0),)), Tanks())
+
+
+def test_an_interrupted_run_resumes_to_the_uninterrupted_result(tmp_path, capsys):
+    """jaxgrid train --algo sac: 6 updates of 2 seeds, a checkpoint every 2; stopped after
+    4 and resumed, the logs and the evaluation equal the uninterrupted run's (the replay
+    buffer, targets and temperature are in the checkpoints)."""
+    settings = dict(
+        num_envs=8, hidden=[16], learning_starts=64, batch_size=32, buffer_size=512, log_every=1
+    )
+    args = ["train", "--env", "arbitrage-v0", "--algo", "sac", "--total-steps", "112"]
+    args += ["--seeds", "2", "--checkpoint-every", "2", "--eval-episodes", "4", "--no-progress"]
+    for name, value in settings.items():
+        args += ["--set", f"{name}={json.dumps(value)}"]
+    whole, parts = tmp_path / "whole", tmp_path / "parts"
+    assert main([*args, "--out", str(whole)]) == 0
+    assert "| oracle |" in capsys.readouterr().out
+    saved = json.loads((whole / "config.json").read_text())
+    assert "ppo" not in saved and saved["sac"]["gradient_steps"] == 16
+    config = RunConfig.from_json(saved)
+    assert config.algo_config().num_updates == 6
+    assert train_run(config, parts, progress=False, stop_after=4) is None
+    report = train_run(config, parts, progress=False)
+
+    rows = {(r["member"], r["update"]): r for r in read_metrics(whole / "metrics.jsonl")}
+    resumed = {(r["member"], r["update"]): r for r in read_metrics(parts / "metrics.jsonl")}
+    assert sorted(rows) == sorted(resumed) == [(m, u) for m in (0, 1) for u in range(1, 7)]
+    for key, row in rows.items():
+        assert row["env_steps"] == 64 + 8 * key[1] and row["alpha"] > 0
+        for name, value in row.items():
+            if name not in ("wall_time_s", "env_steps_per_s"):
+                np.testing.assert_allclose(
+                    resumed[key][name], value, rtol=1e-5, err_msg=f"{key} {name}"
+                )
+    first = json.loads((whole / "eval.json").read_text())["scenarios"][0]
+    assert report["env_steps_per_member"] == 112
+    np.testing.assert_allclose(
+        [report["scenarios"][0]["scores"][s] for s in ("seed0", "seed1")],
+        [first["scores"][s] for s in ("seed0", "seed1")],
+        rtol=1e-5,
+    )
