@@ -310,6 +310,11 @@ def make_train(
         low, high = env.action_space(env_params)._bounds()
         return high > low
 
+    def squash(raw, env_params):
+        """The action in ``[-1, 1]`` units that the Q-functions see: ``tanh`` of the raw
+        draw, 0 on fixed entries (whatever the draw there)."""
+        return jnp.where(free_entries(env_params), jnp.tanh(raw), 0.0)
+
     # -- 1. init -----------------------------------------------------------------------
 
     def optimiser():
@@ -404,7 +409,7 @@ def make_train(
         else:
             dist = policy_of(runner.actor.params, normalize(runner.obs_stats, features), env_params)
             action, raw = dist.sample(k_act)
-            squashed = jnp.tanh(raw)
+            squashed = squash(raw, env_params)
         obs, env_state, reward, terminated, truncated, info = env.step_batch(
             jax.random.split(k_env, config.num_envs), runner.env_state, action, env_params
         )
@@ -446,7 +451,7 @@ def make_train(
             next_dist = policy_of(actor_params, next_obs_n, env_params)
             _, next_raw = next_dist.sample(key)
             next_log_prob = next_dist.log_prob(next_raw)  # (B, agents)
-            next_q = q_values(target_params, next_obs_n, jnp.tanh(next_raw))
+            next_q = q_values(target_params, next_obs_n, squash(next_raw, env_params))
             next_value = jnp.min(next_q[..., 0], axis=0) - alpha * next_log_prob
             bootstrap = config.gamma * (1.0 - batch.terminated.astype(next_value.dtype))
             target = batch.reward + bootstrap * next_value
@@ -465,7 +470,7 @@ def make_train(
             dist = policy_of(actor_params, obs_n, env_params)
             _, raw = dist.sample(key)
             log_prob = dist.log_prob(raw)
-            q = q_values(critic_params, obs_n, jnp.tanh(raw))
+            q = q_values(critic_params, obs_n, squash(raw, env_params))
             value = jnp.min(q[..., 0], axis=0)
             if constrained:
                 value = combine_advantages(value, jnp.max(q[..., 1:], axis=0), multiplier)

@@ -266,3 +266,26 @@ def test_an_interrupted_run_resumes_to_the_uninterrupted_result(tmp_path, capsys
         [first["scores"][s] for s in ("seed0", "seed1")],
         rtol=1e-5,
     )
+
+
+def test_runs_take_sac_settings_from_the_command_line_and_scenario_files(tmp_path):
+    from jaxgrid.cli import ALGO_NAMES, _run_config, build_parser
+    from jaxgrid.errors import UserError
+    from jaxgrid.train.run import ALGOS
+
+    assert ALGO_NAMES == list(ALGOS)  # --algo offers every algorithm of runs
+    scenario = tmp_path / "safe.toml"
+    scenario.write_text('env = "arbitrage-v0"\n[reward]\ncost_budget = { device_limits = 0.5 }\n')
+    args = ["train", "--config", str(scenario), "--algo", "isac", "--set", "tau=0.01"]
+    config = _run_config(build_parser().parse_args(args))
+    assert config.sac["cost_budgets"] == [["device_limits", 0.5]] and config.sac["tau"] == 0.01
+    assert config.ppo == {} and "ppo" not in config.to_json()
+    assert RunConfig.from_json(config.to_json()) == config
+    with pytest.raises(ValueError, match=r"ppo settings \['lr'\] given to a run of sac"):
+        RunConfig(env="arbitrage-v0", algo="sac", ppo={"lr": 1e-3})
+    with pytest.raises(ValueError, match=r"unknown SAC settings \['clip_eps'\]"):
+        RunConfig(env="arbitrage-v0", algo="sac", sac={"clip_eps": 0.2})
+    with pytest.raises(ValueError, match="SAC setting tau must be float"):
+        RunConfig(env="arbitrage-v0", algo="sac", sac={"tau": "x"})
+    with pytest.raises(UserError, match="--cost-budget: arbitrage-v0 has no cost"):
+        _run_config(build_parser().parse_args([*args, "--cost-budget", "nope=1"]))
