@@ -402,8 +402,8 @@ def make_train(
         runner, env_params = carry
         key, k_act, k_env = jax.random.split(runner.key, 3)
         features = split_obs(runner.obs)
-        low, high = env.action_space(env_params)._bounds()
         if explore:
+            low, high = env.action_space(env_params)._bounds()
             action = jax.vmap(space.sample)(jax.random.split(k_act, config.num_envs))
             squashed = jnp.where(high > low, 2.0 * (action - low) / (high - low) - 1.0, 0.0)
         else:
