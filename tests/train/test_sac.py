@@ -243,7 +243,7 @@ def test_an_interrupted_run_resumes_to_the_uninterrupted_result(tmp_path, capsys
     assert main([*args, "--out", str(whole)]) == 0
     assert "| oracle |" in capsys.readouterr().out
     saved = json.loads((whole / "config.json").read_text())
-    assert "ppo" not in saved and saved["sac"]["gradient_steps"] == 16
+    assert "ppo" not in saved and saved["sac"]["gradient_steps"] == 8  # tuned, not ours
     config = RunConfig.from_json(saved)
     assert config.algo_config().num_updates == 6
     assert train_run(config, parts, progress=False, stop_after=4) is None
