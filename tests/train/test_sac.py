@@ -192,17 +192,18 @@ def test_a_binding_cost_budget_lowers_the_cost_learned():
     assert np.asarray(metrics["lagrange"]).shape[-1] == 1  # per cost name
 
 
-def test_update_step_compiles_once():
+def test_the_sac_update_step_compiles_once():
+    # chex counts traces by the definition's stack and source: named apart from PPO's test
     fns = sac.make_train(_small(), Tanks())
 
     @jax.jit
     @chex.assert_max_traces(n=1)
-    def update(runner):
+    def sac_update(runner):
         return fns.update_step(runner)
 
     runner = fns.init(KEY)
     for _ in range(3):
-        runner, _ = update(runner)
+        runner, _ = sac_update(runner)
     assert int(runner.update) == 3
 
 
