@@ -121,9 +121,9 @@ def measure(env_name, env_kwargs, algo, fields, updates: int, repeats: int):
     from jaxgrid.train.run import ALGOS, RunConfig
 
     config = RunConfig(env=env_name, algo=algo, env_kwargs=env_kwargs, ppo=dict(fields))
-    ppo = config.ppo_config()
+    ppo = config.algo_config()
     env, params = jaxgrid.make(env_name, **config.env_kwargs)
-    fns = ALGOS[algo](ppo, env, params)
+    fns = ALGOS[algo].make_train(ppo, env, params)
     run = jax.jit(fns.run_updates, static_argnums=(2,), donate_argnums=0)
     runner = jax.jit(fns.init)(jax.random.PRNGKey(0), params)
     t0 = time.perf_counter()

@@ -138,29 +138,33 @@ def _value(text: str):
 
 
 def _run_config(args):
-    from jaxgrid.train.run import RunConfig
+    from jaxgrid.train.run import ALGOS, RunConfig
 
     fields = {}
+    # the config's field of the algorithm's settings (an unknown algorithm: RunConfig says so)
+    section = ALGOS[args.algo].section if args.algo in ALGOS else "ppo"
     if args.config:
         from jaxgrid.config import ConfigError, is_scenario_file, run_fields
 
         try:
             if is_scenario_file(args.config):  # a scenario: the environment to train on
-                fields = run_fields(args.config)
+                fields = run_fields(args.config, section)
             else:
                 fields = _read_config_file(args.config)
+                algo = args.algo or fields.get("algo", "ppo")
+                section = ALGOS[algo].section if algo in ALGOS else "ppo"
         except ConfigError as e:  # names the file
             raise UserError(str(e)) from None
         except OSError as e:
             raise UserError(f"--config {args.config}: {e.strerror or e}") from None
         except ValueError as e:  # JSON and TOML syntax errors
             raise UserError(f"--config {args.config}: {e}") from None
-    fields.setdefault("ppo", {})
+    settings = fields.setdefault(section, {})
     for name in ("env", "algo", "seeds", "seed", "checkpoint_every", "eval_episodes"):
         if getattr(args, name) is not None:
             fields[name] = getattr(args, name)
     if args.total_steps is not None:
-        fields["ppo"]["total_steps"] = args.total_steps
+        settings["total_steps"] = args.total_steps
     if args.weights:
         fields["weights"] = args.weights
     if args.env_kwargs:
@@ -169,8 +173,8 @@ def _run_config(args):
         name, sep, value = item.partition("=")
         if not sep:
             raise UserError(f"--set needs NAME=VALUE, got {item!r}")
-        fields["ppo"][name] = _value(value)
-    budgets = dict(fields["ppo"].get("cost_budgets", []))
+        settings[name] = _value(value)
+    budgets = dict(settings.get("cost_budgets", []))
     for item in args.cost_budget or []:
         name, sep, value = item.partition("=")
         try:
@@ -180,16 +184,16 @@ def _run_config(args):
         if not sep or not name:
             raise UserError(f"--cost-budget needs NAME=NUMBER, got {item!r}")
     if budgets:
-        fields["ppo"]["cost_budgets"] = [[n, b] for n, b in budgets.items()]
+        settings["cost_budgets"] = [[n, b] for n, b in budgets.items()]
     if "env" not in fields:
         raise UserError("give --env NAME (or a --config file naming one)")
     try:
         config = RunConfig(**fields)
     except (TypeError, ValueError) as e:
         raise UserError(str(e)) from None
-    if config.ppo["cost_budgets"]:
+    if config.settings["cost_budgets"]:
         costs = config.make_env()[0].cost_names
-        unknown = [n for n, _ in config.ppo["cost_budgets"] if n not in costs]
+        unknown = [n for n, _ in config.settings["cost_budgets"] if n not in costs]
         if unknown:
             raise UserError(
                 f"--cost-budget: {config.env} has no cost {unknown}; its costs are {list(costs)}"
@@ -357,6 +361,10 @@ def _weightings(text: str) -> list[list[float]]:
         ) from None
 
 
+# the names of jaxgrid.train.run.ALGOS (not imported here: --help starts without JAX)
+ALGO_NAMES = ["ppo", "ippo", "sac", "isac"]
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``jaxgrid`` command line: list, demo, train, eval, render."""
     parser = _Parser(
@@ -391,10 +399,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     demo.add_argument("--episodes", type=_at_least(1), default=1, help="episodes per environment")
     demo.add_argument("--seed", type=int, default=0, help="PRNG seed")
-    train = command("train", "train PPO or IPPO, checkpoint, evaluate, plot", _train)
+    train = command("train", "train PPO, IPPO, SAC or ISAC, checkpoint, evaluate, plot", _train)
     train.add_argument("--env", type=_env_name, help="registered environment name")
     train.add_argument(
-        "--algo", choices=["ppo", "ippo"], help="PPO on the centralised view, or IPPO per agent"
+        "--algo",
+        choices=ALGO_NAMES,
+        help="PPO or SAC (continuous actions) on the centralised view, or IPPO or ISAC per "
+        "agent (networks shared by agent type); default ppo",
     )
     train.add_argument("--total-steps", type=_at_least(1), help="environment steps per seed")
     train.add_argument("--seeds", type=_at_least(1), help="independent trainings, vmapped")
@@ -411,12 +422,17 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument(
         "--env-kwargs", type=_json_object, help="JSON arguments of the environment factory"
     )
-    train.add_argument("--set", action="append", metavar="NAME=VALUE", help="a PPO setting")
+    train.add_argument(
+        "--set",
+        action="append",
+        metavar="NAME=VALUE",
+        help="a setting of the algorithm (a PPOConfig or SACConfig field)",
+    )
     train.add_argument(
         "--cost-budget",
         action="append",
         metavar="NAME=VALUE",
-        help="keep the episode sum of a cost below VALUE (PPO-Lagrangian); repeatable",
+        help="keep the episode sum of a cost below VALUE (PPO- or SAC-Lagrangian); repeatable",
     )
     train.add_argument(
         "--checkpoint-every", type=_at_least(0), help="updates between checkpoints (0: at the end)"

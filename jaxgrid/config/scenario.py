@@ -506,11 +506,12 @@ def cost_penalty_weights(env, penalty: dict[str, float]) -> list[float]:
     return [float(penalty.get(name, 0.0)) for name in env.cost_names]
 
 
-def run_fields(path: str | Path) -> dict[str, Any]:
+def run_fields(path: str | Path, settings: str = "ppo") -> dict[str, Any]:
     """The :class:`~jaxgrid.train.run.RunConfig` fields of training on a scenario file:
     ``env``, ``env_kwargs``, the declared ``observations`` and ``actions`` and, from
     ``[reward]``, one reward weighting (a run sweeps weightings of the environment's own
-    scalarisation method)."""
+    scalarisation method) and the cost budgets, in the algorithm's ``settings`` field
+    (``"ppo"`` or ``"sac"``)."""
     path = Path(path)
     env, params, scenario, kwargs = _build(path)
     env_name, reward = scenario.env, scenario.reward
@@ -533,7 +534,7 @@ def run_fields(path: str | Path) -> dict[str, Any]:
     if reward.cost_penalty is not None:
         fields["cost_penalty"] = dict(reward.cost_penalty)
     if reward.cost_budget is not None:
-        fields.setdefault("ppo", {})["cost_budgets"] = [
+        fields.setdefault(settings, {})["cost_budgets"] = [
             [n, b] for n, b in reward.cost_budget.items()
         ]
     return fields

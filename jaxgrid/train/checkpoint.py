@@ -1,8 +1,10 @@
 """Checkpoints of a training run with orbax: every runner of a sweep, by update count.
 
-A checkpoint holds the whole :class:`~jaxgrid.train.ppo.Runner` of every sweep member —
-network and optimiser state, environment states and observations, the running statistics
-of observation and reward normalisation, PRNG keys and the update count — so training
+A checkpoint holds the whole :class:`~jaxgrid.train.ppo.Runner` (or
+:class:`~jaxgrid.train.sac.Runner`, with its replay buffer and target networks) of every
+sweep member — network and optimiser state, environment states and observations, the
+running statistics of observation and reward normalisation, PRNG keys and the update
+count — so training
 resumed from it continues exactly as if it had never stopped. Empty arrays (an
 environment without costs has ``(..., 0)`` cost sums) carry no data and are left out.
 

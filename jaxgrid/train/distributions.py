@@ -6,6 +6,12 @@
   units of the box's half-range centred on its middle: the raw sample is clipped to
   ``[-1, 1]`` and mapped onto ``[low, high]``; the log-probability is of the raw sample
   (as in PureJaxRL). Much cheaper to sample and differentiate than the Beta.
+- ``tanh_gaussian``: SAC's squashed Gaussian (Haarnoja et al. 2018, appendix C): a
+  diagonal Gaussian whose mean and log standard deviation (bounded to
+  ``[LOG_STD_MIN, LOG_STD_MAX]``) both come from the network, squashed by ``tanh`` into
+  ``[-1, 1]`` and mapped onto ``[low, high]``; the log-probability of the raw draw includes
+  the squashing's ``-sum log(1 - tanh(raw)^2)``, and the draw is reparameterised (its
+  gradient flows into the network's outputs).
 - ``categorical``: logits with an optional mask of allowed choices.
 """
 
@@ -19,6 +25,8 @@ import jax
 import jax.numpy as jnp
 
 from jaxgrid.types import Array
+
+LOG_STD_MIN, LOG_STD_MAX = -5.0, 2.0  # bounds of the squashed Gaussian's log std
 
 
 class BoundedPolicy(NamedTuple):
@@ -36,7 +44,16 @@ class BoundedPolicy(NamedTuple):
     def _base(self):
         if self.kind == "beta":
             return distrax.Beta(*self._concentrations())
+        if self.kind == "tanh_gaussian":
+            mean, log_std = self._mean_log_std()
+            return distrax.Normal(mean, jnp.exp(log_std))
         return distrax.Normal(self.params, jnp.exp(self.log_std))
+
+    def _mean_log_std(self):
+        """The squashed Gaussian's mean and log std, the latter smoothly within bounds."""
+        mean, raw_log_std = jnp.split(self.params, 2, axis=-1)
+        span = LOG_STD_MAX - LOG_STD_MIN
+        return mean, LOG_STD_MIN + 0.5 * span * (jnp.tanh(raw_log_std) + 1.0)
 
     def _concentrations(self):
         a, b = jnp.split(self.params, 2, axis=-1)
@@ -46,15 +63,23 @@ class BoundedPolicy(NamedTuple):
         """``(action, raw)``: an action in the box and the raw draw its log-probability needs."""
         if self.kind == "beta":
             raw = sample_beta(key, *self._concentrations())
+        elif self.kind == "tanh_gaussian":
+            mean, log_std = self._mean_log_std()
+            raw = mean + jnp.exp(log_std) * flat_draw(
+                jax.random.normal, key, mean.shape, mean.dtype
+            )
         else:
             noise = flat_draw(jax.random.normal, key, self.params.shape, self.params.dtype)
             raw = self.params + jnp.exp(self.log_std) * noise
         return self.to_action(raw), raw
 
     def to_action(self, raw: Array) -> Array:
-        """A raw draw (Beta in [0, 1], Gaussian in half-range units) mapped into the box."""
+        """A raw draw (Beta in [0, 1], Gaussian in half-range units, squashed Gaussian
+        before its ``tanh``) mapped into the box."""
         if self.kind == "beta":
             return self.low + (self.high - self.low) * raw
+        if self.kind == "tanh_gaussian":
+            return self.low + (self.high - self.low) * (jnp.tanh(raw) + 1.0) / 2.0
         return self.low + (self.high - self.low) * (jnp.clip(raw, -1.0, 1.0) + 1.0) / 2.0
 
     def log_prob(self, raw: Array) -> Array:
@@ -62,10 +87,13 @@ class BoundedPolicy(NamedTuple):
         if self.kind == "beta":
             raw = jnp.clip(raw, 1e-6, 1.0 - 1e-6)
         lp = self._base().log_prob(raw)
+        if self.kind == "tanh_gaussian":  # log |d tanh(raw) / d raw|, in a stable form
+            lp = lp - 2.0 * (math.log(2.0) - raw - jax.nn.softplus(-2.0 * raw))
         return jnp.sum(jnp.where(self._free(), lp, 0.0), axis=-1)
 
     def entropy(self) -> Array:
-        """Entropy summed over free action entries: ``(..., n_agents)``."""
+        """Entropy summed over free action entries: ``(..., n_agents)`` (of the squashed
+        Gaussian: the Gaussian's before the squashing, an upper bound)."""
         ent = jnp.broadcast_to(
             self._base().entropy(),
             jnp.broadcast_shapes(self.params.shape[:-1] + self.low.shape[-1:], self.low.shape),
@@ -73,16 +101,19 @@ class BoundedPolicy(NamedTuple):
         return jnp.sum(jnp.where(self._free(), ent, 0.0), axis=-1)
 
     def mode(self) -> Array:
-        """The deterministic action: the Beta's mean, the Gaussian's centre (clipped)."""
+        """The deterministic action: the Beta's mean, the Gaussian's centre (clipped or
+        squashed)."""
         if self.kind == "beta":
             alpha, beta = self._concentrations()
             return self.to_action(alpha / (alpha + beta))  # the mean: smooth and inside the box
+        if self.kind == "tanh_gaussian":
+            return self.to_action(self._mean_log_std()[0])
         return self.to_action(self.params)
 
 
 def n_outputs(kind: str, act_dim: int) -> int:
     """Network outputs per agent for a distribution over ``act_dim`` entries."""
-    return 2 * act_dim if kind == "beta" else act_dim
+    return 2 * act_dim if kind in ("beta", "tanh_gaussian") else act_dim
 
 
 def flat_draw(sampler, key, shape, dtype, **kwargs) -> Array:

@@ -3,7 +3,8 @@
 A :class:`MetricsLogger` is the ``log`` function of :func:`jaxgrid.train.ppo.make_train`:
 the compiled program calls it through a host callback every ``log_every`` updates, once
 per sweep member, with that member's metrics of the update. Each call becomes one JSON
-line (objectives and costs by name) in ``metrics.jsonl``, one row of ``metrics.csv`` and,
+line (objectives and costs by name; SAC's temperature ``alpha`` and mean ``q_value``) in
+``metrics.jsonl``, one row of ``metrics.csv`` and,
 optionally, TensorBoard scalars tagged by member. Each row also carries ``wall_time_s``,
 the run's training time so far in seconds (summed over the sessions of a resumed run), and
 ``env_steps_per_s``, the member's environment steps per second since its previous row of
@@ -36,6 +37,7 @@ FIELDS = (
     "value_loss",
     "entropy",
 )
+OPTIONAL = ("alpha", "q_value")  # SAC's temperature and mean Q-value, where it logs them
 
 
 def flatten(metrics: dict, objective_names, cost_names) -> dict:
@@ -43,6 +45,7 @@ def flatten(metrics: dict, objective_names, cost_names) -> dict:
     row = {k: float(np.asarray(metrics[k])) for k in FIELDS}
     row["member"], row["update"] = int(row["member"]), int(row["update"])
     row["env_steps"], row["episodes"] = int(row["env_steps"]), int(row["episodes"])
+    row.update({k: float(np.asarray(metrics[k])) for k in OPTIONAL if k in metrics})
     series = [
         ("objective", objective_names, metrics["episode_objectives"]),
         ("cost", cost_names, metrics["episode_costs"]),

@@ -26,15 +26,19 @@ import numpy as np
 ORTHOGONAL = nn.initializers.orthogonal(np.sqrt(2))
 
 
+ACTIVATIONS = {"tanh": nn.tanh, "relu": nn.relu}
+
+
 class MLP(nn.Module):
-    """Dense layers with tanh and orthogonal initialisation; ``n_ids > 0`` adds a learned
-    ``(n_ids, width)`` bias to the first layer, one row per agent (second-last axis).
-    Products and activations in ``dtype`` (``None``: the input's), parameters in the
-    input's dtype."""
+    """Dense layers with ``activation`` (tanh or relu) and orthogonal initialisation;
+    ``n_ids > 0`` adds a learned ``(n_ids, width)`` bias to the first layer, one row per
+    agent (second-last axis). Products and activations in ``dtype`` (``None``: the
+    input's), parameters in the input's dtype."""
 
     hidden: Sequence[int]
     n_ids: int = 0
     dtype: str | None = None
+    activation: str = "tanh"
 
     @nn.compact
     def __call__(self, x):
@@ -46,7 +50,7 @@ class MLP(nn.Module):
             if i == 0 and self.n_ids:
                 bias = self.param("agent_bias", ORTHOGONAL, (self.n_ids, width), param_dtype)
                 x = x + bias.astype(x.dtype)
-            x = nn.tanh(x)
+            x = ACTIVATIONS[self.activation](x)
         return x
 
 
@@ -133,6 +137,50 @@ class ActorCritic(nn.Module):
         else:
             value = _take_agents(jnp.concatenate(values, axis=-2), inverse)
         return out, value
+
+
+class TypedMLP(nn.Module):
+    """One MLP with a linear head per agent type over stacked agents: ``(..., n_agents,
+    in_dim) -> (..., n_agents, n_out)``, for networks that are not a PPO actor-critic pair
+    (SAC's actor and its Q-functions, :mod:`jaxgrid.train.sac`). Agents of one type share
+    the parameters and, with ``agent_ids``, are told apart by a learned first-layer bias,
+    as in :class:`ActorCritic`.
+
+    Attributes:
+        agent_type: static index of each agent's type, length ``n_agents``.
+        n_out: outputs per agent.
+        hidden: hidden layer widths.
+        agent_ids: a learned first-layer bias per agent of a type with several agents.
+        activation: ``"relu"`` or ``"tanh"``.
+        head_scale: gain of the head's orthogonal initialisation.
+    """
+
+    agent_type: tuple[int, ...]
+    n_out: int
+    hidden: Sequence[int] = (256, 256)
+    agent_ids: bool = True
+    activation: str = "relu"
+    head_scale: float = 1.0
+
+    @nn.compact
+    def __call__(self, x):
+        types = np.asarray(self.agent_type)
+        outs, order = [], []
+        for t in sorted(set(self.agent_type)):
+            members = np.flatnonzero(types == t)
+            n_ids = len(members) if self.agent_ids and len(members) > 1 else 0
+            h = MLP(self.hidden, n_ids, activation=self.activation, name=f"type_{t}")(
+                _take_agents(x, members)
+            )
+            head = nn.Dense(
+                self.n_out,
+                kernel_init=nn.initializers.orthogonal(self.head_scale),
+                param_dtype=x.dtype,
+                name=f"head_{t}",
+            )
+            outs.append(head(h))
+            order.append(members)
+        return _take_agents(jnp.concatenate(outs, axis=-2), np.argsort(np.concatenate(order)))
 
 
 def _take_agents(x, index: np.ndarray):

@@ -105,6 +105,11 @@ class PPOConfig:
     def num_updates(self) -> int:
         return max(self.total_steps // (self.num_steps * self.num_envs), 1)
 
+    @property
+    def env_steps(self) -> int:
+        """Environment steps of one member over the whole training (summed over envs)."""
+        return self.num_updates * self.num_steps * self.num_envs
+
     def __post_init__(self):
         for name in ("total_steps", "num_envs", "num_steps", "update_epochs", "num_minibatches"):
             if getattr(self, name) < 1:

@@ -3,7 +3,8 @@
 ``train_run(RunConfig(...), out)`` writes into ``out``:
 
 - ``config.json``: the resolved run config (environment and its ``env_kwargs``, algorithm,
-  seeds, every :class:`~jaxgrid.train.ppo.PPOConfig` field) and the ``versions`` of
+  seeds, every field of the algorithm's config, :class:`~jaxgrid.train.ppo.PPOConfig` or
+  :class:`~jaxgrid.train.sac.SACConfig`) and the ``versions`` of
   jaxgrid, jax, jaxlib and Python: enough to reproduce the run from its folder alone;
 - ``checkpoints/``: orbax checkpoints of every sweep member every ``checkpoint_every``
   updates, the newest three kept;
@@ -34,8 +35,9 @@ import sys
 import types
 import typing
 import warnings
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -45,7 +47,7 @@ import jaxgrid
 from jaxgrid.config import cost_penalty_weights, declared
 from jaxgrid.errors import UserError
 from jaxgrid.registry import check_registered
-from jaxgrid.train import ippo, ppo
+from jaxgrid.train import ippo, isac, ppo, sac
 from jaxgrid.train.checkpoint import Checkpoints
 from jaxgrid.train.defaults import defaults
 from jaxgrid.train.evaluate import (
@@ -62,7 +64,23 @@ from jaxgrid.train.logger import MetricsLogger, read_metrics
 from jaxgrid.train.stress import bootstrap_ci, stress_splits
 from jaxgrid.train.sweep import Sweep, with_weights
 
-ALGOS = {"ppo": ppo.make_train, "ippo": ippo.make_train}
+
+class Algorithm(NamedTuple):
+    """A training algorithm of runs: its ``make_train``, the class of its config, and the
+    :class:`RunConfig` field (``"ppo"`` or ``"sac"``) that holds that config's fields."""
+
+    make_train: Callable
+    config: type
+    section: str
+
+
+ALGOS = {
+    "ppo": Algorithm(ppo.make_train, ppo.PPOConfig, "ppo"),
+    "ippo": Algorithm(ippo.make_train, ppo.PPOConfig, "ppo"),
+    "sac": Algorithm(sac.make_train, sac.SACConfig, "sac"),
+    "isac": Algorithm(isac.make_train, sac.SACConfig, "sac"),
+}
+SECTIONS = sorted({a.section for a in ALGOS.values()})
 
 
 @dataclasses.dataclass
@@ -71,13 +89,16 @@ class RunConfig:
 
     Attributes:
         env: registered environment name.
-        algo: ``"ppo"`` (centralised controller) or ``"ippo"``.
+        algo: ``"ppo"`` (centralised controller), ``"ippo"`` (per agent), ``"sac"``
+            (centralised) or ``"isac"`` (per agent): :data:`ALGOS`.
         seeds: independent trainings per scenario, in one program.
         seed: the PRNG seed everything is drawn from.
         env_kwargs: arguments of the environment's factory (tuned defaults, then these).
         weights: reward weightings to sweep (one scenario each); ``None``: the default.
-        ppo: :class:`~jaxgrid.train.ppo.PPOConfig` fields (tuned defaults, then these);
-            after construction every field, resolved, as JSON-ready values.
+        ppo: :class:`~jaxgrid.train.ppo.PPOConfig` fields of ``ppo`` and ``ippo`` (tuned
+            defaults, then these); after construction every field, resolved, as JSON-ready
+            values. Empty for the other algorithms.
+        sac: :class:`~jaxgrid.train.sac.SACConfig` fields of ``sac`` and ``isac``, likewise.
         checkpoint_every: updates between checkpoints (0: only at the end).
         eval_episodes: held-out episodes per member and per baseline.
         observations, actions, agents: declared observations, actions and agents
@@ -94,6 +115,7 @@ class RunConfig:
     env_kwargs: dict = dataclasses.field(default_factory=dict)
     weights: list | None = None
     ppo: dict = dataclasses.field(default_factory=dict)
+    sac: dict = dataclasses.field(default_factory=dict)
     checkpoint_every: int = 0
     eval_episodes: int = 32
     observations: list = dataclasses.field(default_factory=list)
@@ -108,14 +130,23 @@ class RunConfig:
         for name, least in (("seeds", 1), ("eval_episodes", 1), ("checkpoint_every", 0)):
             if getattr(self, name) < least:
                 raise ValueError(f"{name} must be >= {least}, got {getattr(self, name)}")
-        unknown = set(self.ppo) - {f.name for f in dataclasses.fields(ppo.PPOConfig)}
+        algorithm = ALGOS[self.algo]
+        for section in SECTIONS:
+            if section != algorithm.section and getattr(self, section):
+                raise ValueError(
+                    f"{section} settings {sorted(getattr(self, section))} given to a run of "
+                    f"{self.algo}, whose settings are {algorithm.section}"
+                )
+        unknown = set(self.settings) - {f.name for f in dataclasses.fields(algorithm.config)}
         if unknown:
-            raise ValueError(f"unknown PPO settings {sorted(unknown)}")
+            raise ValueError(f"unknown {algorithm.section.upper()} settings {sorted(unknown)}")
         tuned = defaults(self.env, self.algo)
-        settings = {**tuned["ppo"], **self.ppo}
+        settings = {**tuned[algorithm.section], **self.settings}
         if "log_every" not in settings:  # about 200 points per learning curve
-            settings["log_every"] = max(1, _ppo_config(settings).num_updates // 200)
-        self.ppo = _json_ready(dataclasses.asdict(_ppo_config(settings)))  # validated now
+            updates = _algo_config(algorithm.config, settings).num_updates
+            settings["log_every"] = max(1, updates // 200)
+        resolved = dataclasses.asdict(_algo_config(algorithm.config, settings))  # validated
+        setattr(self, algorithm.section, _json_ready(resolved))
         self.env_kwargs = {**tuned["env_kwargs"], **self.env_kwargs}
         self.cost_penalty = {**tuned["cost_penalty"], **self.cost_penalty}
 
@@ -131,13 +162,23 @@ class RunConfig:
             params = env.with_scalarisation(params, sc.replace(cost_weights=penalty))
         return env, params
 
-    def ppo_config(self) -> ppo.PPOConfig:
-        """The resolved :class:`~jaxgrid.train.ppo.PPOConfig` (tuned defaults, then ours)."""
-        return _ppo_config(self.ppo)
+    @property
+    def settings(self) -> dict:
+        """The algorithm's settings: the ``ppo`` or ``sac`` field."""
+        return getattr(self, ALGOS[self.algo].section)
+
+    def algo_config(self) -> ppo.PPOConfig | sac.SACConfig:
+        """The resolved config of the algorithm (tuned defaults, then ours)."""
+        return _algo_config(ALGOS[self.algo].config, self.settings)
 
     def to_json(self) -> dict:
-        """The config as JSON-ready data (``config.json`` holds it and the ``versions``)."""
-        return dataclasses.asdict(self)
+        """The config as JSON-ready data (``config.json`` holds it and the ``versions``);
+        the other algorithms' (empty) settings are left out."""
+        data = dataclasses.asdict(self)
+        for section in SECTIONS:
+            if section != ALGOS[self.algo].section:
+                del data[section]
+        return data
 
     @classmethod
     def from_json(cls, data: dict) -> RunConfig:
@@ -145,21 +186,23 @@ class RunConfig:
         return cls(**{k: v for k, v in data.items() if k != "versions"})
 
 
-def _ppo_config(settings: dict) -> ppo.PPOConfig:
-    """:class:`~jaxgrid.train.ppo.PPOConfig` of JSON-style ``settings`` (lists for tuples)."""
-    hints = typing.get_type_hints(ppo.PPOConfig)
+def _algo_config(cls: type, settings: dict):
+    """The config ``cls`` (:class:`~jaxgrid.train.ppo.PPOConfig`,
+    :class:`~jaxgrid.train.sac.SACConfig`) of JSON-style ``settings`` (lists for tuples)."""
+    hints = typing.get_type_hints(cls)
     for name, value in settings.items():
         hint = hints[name]
         if not _fits(value, hint):
             expected = hint.__name__ if isinstance(hint, type) else str(hint)
-            raise ValueError(f"PPO setting {name} must be {expected}, got {value!r}")
+            label = cls.__name__.removesuffix("Config")
+            raise ValueError(f"{label} setting {name} must be {expected}, got {value!r}")
     fields = dict(settings)
     for name in ("hidden", "pid_gains"):
         if fields.get(name) is not None:
             fields[name] = tuple(fields[name])
     if "cost_budgets" in fields:
         fields["cost_budgets"] = tuple((str(n), float(b)) for n, b in fields["cost_budgets"])
-    return ppo.PPOConfig(**fields)
+    return cls(**fields)
 
 
 def _fits(value, hint) -> bool:
@@ -206,8 +249,8 @@ class Run:
         self.config = config
         self.env, params = config.make_env()
         scenarios = with_weights(self.env, params, config.weights) if config.weights else [params]
-        self.ppo = config.ppo_config()
-        self.fns = ALGOS[config.algo](self.ppo, self.env, params, log=log)
+        self.algo_config = config.algo_config()
+        self.fns = ALGOS[config.algo].make_train(self.algo_config, self.env, params, log=log)
         self.sweep = Sweep(self.fns, config.seeds, scenarios)
         self.key = jax.random.PRNGKey(config.seed)
 
@@ -338,7 +381,7 @@ def train_run(
     env, _ = _make_env(config)  # before anything is written
     with _run_directory(out):
         _write_config(config, out)
-        n_updates = config.ppo_config().num_updates
+        n_updates = config.algo_config().num_updates
         logger = MetricsLogger(
             out,
             env.objective_names,
@@ -442,14 +485,14 @@ def evaluate_runners(run: Run, runners: Any, stress: bool = False) -> dict:
             report["stress"] = _stress_results(run, members, params, key, episodes)
         if config.weights:
             report["weights"] = list(config.weights[s])
-        if run.ppo.cost_budgets:  # the held-out mean episode cost of the policy, per budget
+        if run.algo_config.cost_budgets:  # the held-out mean episode cost of the policy, per budget
             report["budgets"] = {
                 name: {
                     "budget": budget,
                     "policy": report["policy"]["costs"][name],
                     "met": report["policy"]["costs"][name] <= budget,
                 }
-                for name, budget in run.ppo.cost_budgets
+                for name, budget in run.algo_config.cost_budgets
             }
         scenarios.append(report)
     return {
@@ -459,7 +502,7 @@ def evaluate_runners(run: Run, runners: Any, stress: bool = False) -> dict:
         "env": config.env,
         "algo": config.algo,
         "episodes": episodes,
-        "env_steps_per_member": run.ppo.num_updates * run.ppo.num_steps * run.ppo.num_envs,
+        "env_steps_per_member": run.algo_config.env_steps,
         "scenarios": scenarios,
     }
 

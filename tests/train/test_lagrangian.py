@@ -104,7 +104,7 @@ def test_budgets_from_the_cli_run_configs_and_scenario_files(tmp_path):
     config = _run_config(args)
     assert config.ppo["cost_budgets"] == [["voltage_band", 0.5]]
     again = RunConfig.from_json(config.to_json())  # config.json round trip
-    assert again.ppo_config().cost_budgets == (("voltage_band", 0.5),)
+    assert again.algo_config().cost_budgets == (("voltage_band", 0.5),)
     for bad in ("voltage_band", "voltage_band=x", "nope=1"):
         args = parser.parse_args(["train", "--env", "voltage33-v0", "--cost-budget", bad])
         with pytest.raises(UserError, match="cost-budget"):

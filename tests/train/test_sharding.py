@@ -11,14 +11,14 @@ import pytest
 HERE = Path(__file__).parent
 
 
-def run(tmp_path, devices: int, mode: str):
-    out = tmp_path / f"{mode}_{devices}.npz"
+def run(tmp_path, devices: int, mode: str, algo: str):
+    out = tmp_path / f"{algo}_{mode}_{devices}.npz"
     env = dict(os.environ)
     env["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={devices}"
     env["JAX_PLATFORMS"] = "cpu"
     script = HERE / "sharded_run.py"
     done = subprocess.run(
-        [sys.executable, str(script), str(out), str(HERE.parent), mode],
+        [sys.executable, str(script), str(out), str(HERE.parent), mode, algo],
         env=env,
         capture_output=True,
         text=True,
@@ -28,10 +28,10 @@ def run(tmp_path, devices: int, mode: str):
     return dict(np.load(out))
 
 
-@pytest.mark.parametrize("mode", ["envs", "seeds"])
-def test_two_devices_give_the_single_device_result(tmp_path, mode):
-    one = run(tmp_path, 1, mode)
-    two = run(tmp_path, 2, mode)
+@pytest.mark.parametrize("algo, mode", [("ppo", "envs"), ("ppo", "seeds"), ("sac", "envs")])
+def test_two_devices_give_the_single_device_result(tmp_path, algo, mode):
+    one = run(tmp_path, 1, mode, algo)
+    two = run(tmp_path, 2, mode, algo)
     assert int(one["devices"]) == 1 and int(two["devices"]) == 2
     assert int(two["state_devices"]) == 2  # the environments (or seeds) really are split
     for name in ("episode_return", "value_loss", "kernel"):
