@@ -2,15 +2,18 @@
 ``tso118-v0`` against its TSO unit-commitment environment and of ``gencos5-v0`` against
 its GenCos market, at 1, 64, 256 and 1024 environments.
 
-    python benchmarks/transmission_envs.py --powerzoojax PATH [--quick] [--out FILE]
+    python benchmarks/transmission_envs.py --powerzoojax PATH [--quick] [--batches N ...]
+        [--out FILE]
 
 ``PATH`` is a checkout of PowerZooJax (not on PyPI: ``git clone
 https://github.com/powerzoojax/PowerZooJax``); without it only jaxgrid's rows are run.
 Every environment is stepped as users write it, ``jax.vmap(env.step)`` in a jitted
 ``lax.scan`` of one 48-step day, uniform random actions and step keys drawn before each
-timed run, every observation and reward consumed (``env_throughput.measure_env``); the
-batch is split over one XLA host device per core; median of repeated runs, compile
-seconds apart.
+timed run, every observation and reward consumed (``env_throughput.measure_env``);
+median of repeated runs, compile seconds apart. One XLA device: split over two host
+devices, ``tso118-v0`` at 64 environments never returns (jaxlib 0.10's CPU runtime, every
+thread idle in a futex wait, as in :mod:`jaxgrid._xla_flags`; 1 environment, case14 and
+``gencos5-v0`` run), so neither side is split.
 
 The peers run as PowerZooJax's tasks build them: the TSO environment
 (``UnitCommitmentEnv`` with ``make_tso_case118_params``: case118 with its benchmark line
@@ -30,7 +33,7 @@ import sys
 import warnings
 from pathlib import Path
 
-from env_throughput import _setup_devices, measure, measure_env
+from env_throughput import measure, measure_env
 
 BATCHES = (1, 64, 256, 1024)
 STEPS = 48  # one day of half-hour steps
@@ -93,15 +96,17 @@ def main(argv=None) -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--powerzoojax", help="a PowerZooJax checkout: run its environments")
-    parser.add_argument("--quick", action="store_true", help="fewer repeats, batches 1 and 64")
+    parser.add_argument("--quick", action="store_true", help="3 repeats instead of 7")
+    parser.add_argument(
+        "--batches", type=int, nargs="+", default=list(BATCHES), help="numbers of environments"
+    )
     parser.add_argument("--out", help="also write the table to this markdown file")
     args = parser.parse_args(argv)
-    _setup_devices()
     warnings.simplefilter("ignore")
     import jax
 
     peers = _peers(args.powerzoojax) if args.powerzoojax else {}
-    batches = BATCHES[:2] if args.quick else BATCHES
+    batches = args.batches
     repeats = 3 if args.quick else 7
     lines = [
         f"env-steps/s on {jax.devices()[0].device_kind} ({len(jax.devices())} XLA devices), "
