@@ -576,23 +576,7 @@ def make_train(
         """``count`` update steps; every ``log_every``-th (counting from update ``first``, an
         int or a traced scalar) sends its metrics to ``log`` through a host callback."""
 
-        def step(carry, _):
-            runner, done = carry  # ``done`` stays unbatched under vmap, so the cond stays a cond
-            runner, metrics = update_step(runner, env_params)
-            if log is not None and config.log_every:
-                logs = (done + 1) % config.log_every == 0
-                logged = dict(metrics, **episode_means(runner.since_log))
-                jax.lax.cond(logs, lambda m: jax.debug.callback(log, m), lambda m: None, logged)
-                since_log = jax.tree_util.tree_map(
-                    lambda x: jnp.where(logs, jnp.zeros_like(x), x), runner.since_log
-                )
-                runner = runner.replace(since_log=since_log)
-            return (runner, done + 1), metrics
-
-        (runner, _), metrics = jax.lax.scan(
-            step, (runner, jnp.asarray(first, jnp.int32)), None, count
-        )
-        return runner, metrics
+        return scan_updates(update_step, runner, env_params, count, first, log, config.log_every)
 
     def train(key, env_params=default_params, member=0):
         return run_updates(init(key, env_params, member), env_params)
@@ -627,6 +611,30 @@ def make_train(
         env=user_env,
         config=config,
     )
+
+
+def scan_updates(update_step, runner, env_params, count, first, log, log_every: int):
+    """``count`` calls of ``update_step(runner, env_params) -> (runner, metrics)`` in a
+    ``lax.scan`` (PPO's and SAC's training loop); every ``log_every``-th (counting from
+    update ``first``, an int or a traced scalar) sends its metrics and the episodes since
+    the last log (``runner.since_log``) to ``log`` through a host callback. Returns the
+    runner and the stacked metrics."""
+
+    def step(carry, _):
+        runner, done = carry  # ``done`` stays unbatched under vmap, so the cond stays a cond
+        runner, metrics = update_step(runner, env_params)
+        if log is not None and log_every:
+            logs = (done + 1) % log_every == 0
+            logged = dict(metrics, **episode_means(runner.since_log))
+            jax.lax.cond(logs, lambda m: jax.debug.callback(log, m), lambda m: None, logged)
+            since_log = jax.tree_util.tree_map(
+                lambda x: jnp.where(logs, jnp.zeros_like(x), x), runner.since_log
+            )
+            runner = runner.replace(since_log=since_log)
+        return (runner, done + 1), metrics
+
+    (runner, _), metrics = jax.lax.scan(step, (runner, jnp.asarray(first, jnp.int32)), None, count)
+    return runner, metrics
 
 
 def chunked_gradient(grad_fn: Callable, chunks: int, params, *batch):

@@ -84,7 +84,7 @@ from jaxgrid.running_stats import RunningStats
 from jaxgrid.train.distributions import BoundedPolicy, n_outputs
 from jaxgrid.train.lagrangian import LagrangeState, combine_advantages, update_multipliers
 from jaxgrid.train.networks import TypedMLP
-from jaxgrid.train.ppo import TrainFns, _split_obs, episode_means, episode_sums
+from jaxgrid.train.ppo import TrainFns, _split_obs, episode_means, episode_sums, scan_updates
 from jaxgrid.validation import validate_params
 from jaxgrid.wrappers import CentralisedWrapper, LogWrapper
 
@@ -560,23 +560,7 @@ def make_train(
         """``count`` update steps; every ``log_every``-th (counting from update ``first``)
         sends its metrics to ``log`` through a host callback."""
 
-        def step(carry, _):
-            runner, done = carry
-            runner, metrics = update_step(runner, env_params)
-            if log is not None and config.log_every:
-                logs = (done + 1) % config.log_every == 0
-                logged = dict(metrics, **episode_means(runner.since_log))
-                jax.lax.cond(logs, lambda m: jax.debug.callback(log, m), lambda m: None, logged)
-                since_log = jax.tree_util.tree_map(
-                    lambda x: jnp.where(logs, jnp.zeros_like(x), x), runner.since_log
-                )
-                runner = runner.replace(since_log=since_log)
-            return (runner, done + 1), metrics
-
-        (runner, _), metrics = jax.lax.scan(
-            step, (runner, jnp.asarray(first, jnp.int32)), None, count
-        )
-        return runner, metrics
+        return scan_updates(update_step, runner, env_params, count, first, log, config.log_every)
 
     def train(key, env_params=default_params, member=0):
         return run_updates(init(key, env_params, member), env_params)
