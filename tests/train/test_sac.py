@@ -129,20 +129,24 @@ def random_policy(key, obs):
     return jax.random.uniform(key, (2, 1), minval=-0.2, maxval=0.2)
 
 
+# a short run that learns the tank task (seconds on 2 cores)
+TANK_SETTINGS = dict(
+    total_steps=4_000,
+    gradient_steps=4,
+    batch_size=128,
+    buffer_size=20_000,
+    learning_starts=256,
+    hidden=(32, 32),
+    gamma=0.9,
+    lr=1e-3,
+)
+
+
 @pytest.mark.parametrize("algo", ["sac", "isac"])
 def test_learns_the_tank_task_far_beyond_random(algo):
     env = Tanks(num_agents=2, horizon=8)
     params = env.default_params()
-    config = _small(
-        total_steps=4_000,
-        gradient_steps=4,
-        batch_size=128,
-        buffer_size=20_000,
-        learning_starts=256,
-        hidden=(32, 32),
-        gamma=0.9,
-        lr=1e-3,
-    )
+    config = _small(**TANK_SETTINGS)
     fns = MAKE[algo](config, env, params)
     runner, metrics = jax.jit(fns.train)(KEY)
     results = {
@@ -168,14 +172,7 @@ def test_a_binding_cost_budget_lowers_the_cost_learned():
 
     def overflow(budgets):
         config = _small(
-            total_steps=4_000,
-            gradient_steps=4,
-            batch_size=128,
-            buffer_size=20_000,
-            learning_starts=256,
-            hidden=(32, 32),
-            gamma=0.9,
-            lr=1e-3,
+            **TANK_SETTINGS,
             cost_budgets=budgets,
             lagrange_lr=0.05,
         )
