@@ -53,6 +53,24 @@ class LagrangeState:
         return cls(multiplier=zeros + initial, integral=zeros, last_cost=zeros)
 
 
+def validate_budgets(cost_budgets, lagrange_lr, lagrange_init, pid_gains) -> None:
+    """Raise ``ValueError`` naming what is wrong with a config's ``cost_budgets`` (``((cost
+    name, budget >= 0), ...)``, each name once), ``lagrange_lr`` (> 0), ``lagrange_init``
+    (>= 0) or ``pid_gains`` (None or three gains >= 0)."""
+    names = [name for name, _ in cost_budgets]
+    if len(set(names)) != len(names):
+        raise ValueError(f"cost_budgets names a cost twice: {names}")
+    for name, budget in cost_budgets:
+        if not budget >= 0:
+            raise ValueError(f"cost budget {name} must be >= 0, got {budget}")
+    if not lagrange_lr > 0 or not lagrange_init >= 0:
+        raise ValueError(
+            f"need lagrange_lr > 0 and lagrange_init >= 0, got {lagrange_lr}, {lagrange_init}"
+        )
+    if pid_gains is not None and (len(pid_gains) != 3 or min(pid_gains) < 0):
+        raise ValueError(f"pid_gains must be three gains >= 0 (kp, ki, kd), got {pid_gains}")
+
+
 def update_multipliers(
     state: LagrangeState,
     episode_cost: Array,

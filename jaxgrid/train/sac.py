@@ -82,7 +82,12 @@ from jaxgrid import spaces
 from jaxgrid.env import Environment
 from jaxgrid.running_stats import RunningStats
 from jaxgrid.train.distributions import BoundedPolicy, n_outputs
-from jaxgrid.train.lagrangian import LagrangeState, combine_advantages, update_multipliers
+from jaxgrid.train.lagrangian import (
+    LagrangeState,
+    combine_advantages,
+    update_multipliers,
+    validate_budgets,
+)
 from jaxgrid.train.networks import TypedMLP
 from jaxgrid.train.ppo import TrainFns, _split_obs, episode_means, episode_sums, scan_updates
 from jaxgrid.validation import validate_params
@@ -170,21 +175,7 @@ class SACConfig:
             )
         if self.max_grad_norm is not None and not self.max_grad_norm > 0:
             raise ValueError(f"max_grad_norm must be > 0 or None, got {self.max_grad_norm}")
-        names = [name for name, _ in self.cost_budgets]
-        if len(set(names)) != len(names):
-            raise ValueError(f"cost_budgets names a cost twice: {names}")
-        for name, budget in self.cost_budgets:
-            if not budget >= 0:
-                raise ValueError(f"cost budget {name} must be >= 0, got {budget}")
-        if not self.lagrange_lr > 0 or not self.lagrange_init >= 0:
-            raise ValueError(
-                f"need lagrange_lr > 0 and lagrange_init >= 0, got {self.lagrange_lr}, "
-                f"{self.lagrange_init}"
-            )
-        if self.pid_gains is not None and (len(self.pid_gains) != 3 or min(self.pid_gains) < 0):
-            raise ValueError(
-                f"pid_gains must be three gains >= 0 (kp, ki, kd), got {self.pid_gains}"
-            )
+        validate_budgets(self.cost_budgets, self.lagrange_lr, self.lagrange_init, self.pid_gains)
 
 
 class Transition(NamedTuple):
