@@ -92,6 +92,35 @@ def update_multipliers(
     return LagrangeState(multiplier=multiplier, integral=integral, last_cost=episode_cost)
 
 
+def dual_step(
+    state: LagrangeState, ended: dict, costs: Array, budget_index, horizon: int, config
+) -> tuple[LagrangeState, Array]:
+    """One update's multiplier step of PPO's or SAC's ``config`` (its ``cost_budgets``,
+    ``lagrange_lr``, ``pid_gains``): the episode cost of each budgeted cost estimated from
+    ``ended`` (the episode sums of the update, ``episodes`` and ``episode_costs``
+    ``(n_costs,)``), else, where no episode ended, the mean of ``costs`` ``(..., n_budgeted)``
+    per step times ``horizon``; returns the new state and that ``(n_budgeted,)`` estimate."""
+    episode_cost = jnp.where(
+        ended["episodes"] > 0,
+        ended["episode_costs"][budget_index] / jnp.maximum(ended["episodes"], 1),
+        jnp.mean(costs.reshape(-1, costs.shape[-1]), axis=0) * horizon,
+    ).astype(costs.dtype)
+    budget = jnp.asarray([b for _, b in config.cost_budgets], episode_cost.dtype)
+    state = update_multipliers(state, episode_cost, budget, config.lagrange_lr, config.pid_gains)
+    return state, episode_cost
+
+
+def budget_metrics(state: LagrangeState, episode_cost: Array, budget_index, n_costs: int):
+    """``{"lagrange", "cost_estimate"}``, ``(n_costs,)`` each, for the training log: the
+    multipliers and the estimated episode costs by cost name (0 for costs without a
+    budget)."""
+    by_cost = jnp.zeros(n_costs, episode_cost.dtype)
+    return {
+        "lagrange": by_cost.at[budget_index].set(state.multiplier),
+        "cost_estimate": by_cost.at[budget_index].set(episode_cost),
+    }
+
+
 def combine_advantages(reward_advantage: Array, cost_advantages: Array, multiplier: Array):
     """``(A_r - sum_c lambda_c A_c) / (1 + sum_c lambda_c)``: ``reward_advantage`` ``(...)``,
     ``cost_advantages`` ``(..., n_budgeted)``, ``multiplier`` ``(n_budgeted,)``."""

@@ -47,8 +47,9 @@ from jaxgrid.train.distributions import BoundedPolicy, n_outputs
 from jaxgrid.train.gae import gae
 from jaxgrid.train.lagrangian import (
     LagrangeState,
+    budget_metrics,
     combine_advantages,
-    update_multipliers,
+    dual_step,
     validate_budgets,
 )
 from jaxgrid.train.networks import ActorCritic
@@ -458,14 +459,8 @@ def make_train(
             # each budgeted cost of an episode: the mean over the episodes that ended in
             # this rollout, else (long episodes) the rollout's cost per step x the horizon
             ended = episode_sums(traj.info)
-            episode_cost = jnp.where(
-                ended["episodes"] > 0,
-                ended["episode_costs"][budget_index] / jnp.maximum(ended["episodes"], 1),
-                jnp.mean(traj.costs, axis=(0, 1, 2)) * env.horizon,
-            ).astype(traj.costs.dtype)
-            budget = jnp.asarray([b for _, b in config.cost_budgets], episode_cost.dtype)
-            lagrange = update_multipliers(
-                lagrange, episode_cost, budget, config.lagrange_lr, config.pid_gains
+            lagrange, episode_cost = dual_step(
+                lagrange, ended, traj.costs, budget_index, env.horizon, config
             )
             # both standardised, so that a multiplier weighs costs against rewards in units
             # of their spread whatever the costs' scale (Ray et al. 2019 only centre the
@@ -553,11 +548,9 @@ def make_train(
             update=runner.update,
             member=runner.member,
         )
-        if constrained:  # per cost name (0 for costs without a budget)
-            by_cost = jnp.zeros(len(env.cost_names), episode_cost.dtype)
+        if constrained:
             metrics.update(
-                lagrange=by_cost.at[budget_index].set(lagrange.multiplier),
-                cost_estimate=by_cost.at[budget_index].set(episode_cost),
+                budget_metrics(lagrange, episode_cost, budget_index, len(env.cost_names))
             )
         return runner, metrics
 

@@ -84,8 +84,9 @@ from jaxgrid.running_stats import RunningStats
 from jaxgrid.train.distributions import BoundedPolicy, n_outputs
 from jaxgrid.train.lagrangian import (
     LagrangeState,
+    budget_metrics,
     combine_advantages,
-    update_multipliers,
+    dual_step,
     validate_budgets,
 )
 from jaxgrid.train.networks import TypedMLP
@@ -507,14 +508,8 @@ def make_train(
         if constrained:
             # each budgeted cost of an episode: the mean over the episodes that ended in
             # this update, else the update's cost per step x the horizon
-            episode_cost = jnp.where(
-                ended["episodes"] > 0,
-                ended["episode_costs"][budget_index] / jnp.maximum(ended["episodes"], 1),
-                jnp.mean(traj.costs, axis=(0, 1, 2)) * env.horizon,
-            ).astype(traj.costs.dtype)
-            budget = jnp.asarray([b for _, b in config.cost_budgets], episode_cost.dtype)
-            lagrange = update_multipliers(
-                lagrange, episode_cost, budget, config.lagrange_lr, config.pid_gains
+            lagrange, episode_cost = dual_step(
+                lagrange, ended, traj.costs, budget_index, env.horizon, config
             )
         runner = runner.replace(
             actor=actor_state,
@@ -537,11 +532,9 @@ def make_train(
             update=runner.update,
             member=runner.member,
         )
-        if constrained:  # per cost name (0 for costs without a budget)
-            by_cost = jnp.zeros(len(env.cost_names), episode_cost.dtype)
+        if constrained:
             metrics.update(
-                lagrange=by_cost.at[budget_index].set(lagrange.multiplier),
-                cost_estimate=by_cost.at[budget_index].set(episode_cost),
+                budget_metrics(lagrange, episode_cost, budget_index, len(env.cost_names))
             )
         return runner, metrics
 

@@ -9,7 +9,13 @@ import pytest
 import toy_envs
 
 from jaxgrid.train import ippo, ppo
-from jaxgrid.train.lagrangian import LagrangeState, combine_advantages, update_multipliers
+from jaxgrid.train.lagrangian import (
+    LagrangeState,
+    budget_metrics,
+    combine_advantages,
+    dual_step,
+    update_multipliers,
+)
 
 
 def test_dual_ascent_by_hand():
@@ -30,6 +36,25 @@ def test_pid_by_hand():
     np.testing.assert_allclose(new.multiplier, [5.5])
     np.testing.assert_allclose(new.integral, [3.0])
     np.testing.assert_allclose(new.last_cost, [3.0])
+
+
+def test_episode_cost_estimate_and_metrics_by_hand():
+    """Ended episodes give the mean episode cost; with none ended, the cost per step times
+    the horizon; the log puts each estimate under its cost's name."""
+    config = ppo.PPOConfig(cost_budgets=(("b", 1.0),), lagrange_lr=0.1)
+    state = LagrangeState.create(1, 0.0, jnp.float32)
+    costs = jnp.full((4, 2, 1, 1), 0.25)  # (steps, envs, agents, budgeted)
+    index = np.asarray([1])  # budgeted cost "b" is the second of ("a", "b")
+    ended = {"episodes": jnp.asarray(2.0), "episode_costs": jnp.asarray([9.0, 6.0])}
+    new, estimate = dual_step(state, ended, costs, index, 10, config)
+    np.testing.assert_allclose(estimate, [3.0])  # 6 / 2 episodes
+    np.testing.assert_allclose(new.multiplier, [0.2])  # 0.1 * (3 - 1)
+    none = {"episodes": jnp.asarray(0.0), "episode_costs": jnp.zeros(2)}
+    _, estimate = dual_step(state, none, costs, index, 10, config)
+    np.testing.assert_allclose(estimate, [2.5])  # 0.25 per step x 10 steps
+    logged = budget_metrics(new, jnp.asarray([3.0]), index, 2)
+    np.testing.assert_allclose(logged["lagrange"], [0.0, 0.2])
+    np.testing.assert_allclose(logged["cost_estimate"], [0.0, 3.0])
 
 
 def test_advantages_combine_by_hand():
