@@ -4,8 +4,6 @@ baselines and the AC-OPF of every step as the oracle."""
 
 from __future__ import annotations
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 
 from jaxgrid.data.simbench import simbench_profiles
@@ -17,7 +15,7 @@ from jaxgrid.envs.tso.ratings import angle_ratings
 from jaxgrid.grid import network_from_matpower
 from jaxgrid.registry import register, register_variant
 from jaxgrid.rewards.scalarise import Scalarisation
-from jaxgrid.types import float_dtype
+from jaxgrid.types import at_default_precision
 
 
 def make_opf(
@@ -95,12 +93,7 @@ def make_opf(
         power_flow_penalty=np.float64(power_flow_penalty),
         scalarisation=Scalarisation.create(1, "weighted_sum", [1.0]),
     )
-    params = jax.tree_util.tree_map(
-        lambda x: jnp.asarray(
-            x, float_dtype() if np.issubdtype(np.asarray(x).dtype, np.floating) else None
-        ),
-        params,
-    )
+    params = at_default_precision(params)
     env = OPF(
         network,
         params,

@@ -6,7 +6,6 @@ from __future__ import annotations
 import functools
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from jaxgrid.data.simbench import simbench_profiles
@@ -23,7 +22,7 @@ from jaxgrid.envs.tso.ratings import angle_ratings, screen_branches
 from jaxgrid.grid import network_from_matpower
 from jaxgrid.registry import register, register_variant
 from jaxgrid.rewards.scalarise import Scalarisation
-from jaxgrid.types import float_dtype
+from jaxgrid.types import at_default_precision
 
 
 @functools.cache
@@ -105,12 +104,7 @@ def make_tso(
         power_flow_penalty=np.float64(power_flow_penalty),
         scalarisation=Scalarisation.create(2, "weighted_sum", [1.0, 1.0]),
     )
-    params = jax.tree_util.tree_map(
-        lambda x: jnp.asarray(
-            x, float_dtype() if np.issubdtype(np.asarray(x).dtype, np.floating) else None
-        ),
-        params,
-    )
+    params = at_default_precision(params)
     env = _kind(
         network,
         params,
