@@ -227,6 +227,18 @@ def test_vmap_over_loads_and_over_networks_equals_one_by_one():
         alone = acpf(network.replace(branch_in_service=statuses[1]))
         np.testing.assert_allclose(outages.vm_pu[1], alone.vm_pu, atol=1e-12)
         assert float(jnp.max(jnp.abs(outages.vm_pu[1] - outages.vm_pu[0]))) > 1e-4
+        # reactive-limit rounds under vmap: each member switches its own generators
+        case14 = network_from_matpower("case14")
+
+        def limited(s):
+            return acpf(case14, s * case14.pd_mw, s * case14.qd_mvar, enforce_q_limits=True)
+
+        batch = jax.jit(jax.vmap(limited))(jnp.asarray([0.7, 1.3]))
+        for i, s in enumerate((0.7, 1.3)):
+            alone = limited(s)
+            np.testing.assert_allclose(batch.vm_pu[i], alone.vm_pu, atol=1e-10)
+            np.testing.assert_array_equal(batch.gen_at_q_limit[i], alone.gen_at_q_limit)
+        assert batch.gen_at_q_limit[1].sum() > batch.gen_at_q_limit[0].sum()
 
 
 def test_float32_by_default_near_float64():
