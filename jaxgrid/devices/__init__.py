@@ -1,14 +1,23 @@
 """Controllable devices as pure functions of small arrays (MW, Mvar, MWh, pu).
 
 - :mod:`.battery`: storage with power, energy and apparent-power limits;
-- :mod:`.ev`: a battery plugged in between arrival and departure, with a target;
+- :mod:`.ev`: a battery plugged in between arrival and departure, with a target, and
+  overnight charging sessions sampled for a fleet;
 - :mod:`.renewable`: PV and wind inverters (curtailment, reactive power);
 - :mod:`.flexload`: curtailment and deferral within a window;
 - :mod:`.prosumer`: the EthicalSmartGrid building.
 """
 
 from jaxgrid.devices.battery import BatteryParams, BatteryStep, battery_step, power_limits
-from jaxgrid.devices.ev import EVParams, EVStep, connected, ev_step, sample_schedule
+from jaxgrid.devices.ev import (
+    EVParams,
+    EVStep,
+    connected,
+    ev_step,
+    sample_overnight_sessions,
+    sample_schedule,
+    served_share,
+)
 from jaxgrid.devices.flexload import FlexLoadParams, FlexLoadStep, flexload_step
 from jaxgrid.devices.renewable import (
     S_MAX_RATIO,
@@ -35,5 +44,7 @@ __all__ = [
     "inverter_q_mvar",
     "power_limits",
     "reactive_headroom_mvar",
+    "sample_overnight_sessions",
     "sample_schedule",
+    "served_share",
 ]

@@ -84,3 +84,41 @@ def sample_schedule(
     arrival = jax.random.randint(k_arrive, (n,), arrival_range[0], arrival_range[1] + 1)
     stay = jax.random.randint(k_stay, (n,), stay_range[0], stay_range[1] + 1)
     return arrival.astype(jnp.int32), jnp.minimum(arrival + stay, horizon).astype(jnp.int32)
+
+
+def sample_overnight_sessions(
+    key: PRNGKey,
+    n: int,
+    arrival_mean_h,
+    arrival_sd_h,
+    departure_mean_h,
+    departure_sd_h,
+    first_hour,
+    dt_h,
+    horizon: int,
+) -> tuple[Array, Array]:
+    """Overnight charging sessions of ``n`` vehicles in an episode that starts at hour of
+    day ``first_hour`` and lasts ``horizon`` steps of ``dt_h`` hours.
+
+    Each vehicle arrives at an hour of day drawn from N(``arrival_mean_h``,
+    ``arrival_sd_h``) and leaves the next day at an hour drawn from
+    N(``departure_mean_h``, ``departure_sd_h``) (hours may exceed 24 or fall below 0:
+    they count from midnight of the arrival day, and of the next day). Steps are rounded
+    to the nearest and kept in the episode: ``0 <= arrival < departure <= horizon``.
+    Returns ``(arrival, departure)`` int32 ``(n,)`` steps. Every argument but ``n`` and
+    ``horizon`` may be traced, so the statistics are params leaves a scenario can sweep.
+    """
+    k_arrive, k_leave = jax.random.split(key)
+    arrive_h = arrival_mean_h + arrival_sd_h * jax.random.normal(k_arrive, (n,))
+    leave_h = 24.0 + departure_mean_h + departure_sd_h * jax.random.normal(k_leave, (n,))
+    arrival = jnp.clip(jnp.round((arrive_h - first_hour) / dt_h), 0, horizon - 1)
+    departure = jnp.clip(jnp.round((leave_h - first_hour) / dt_h), arrival + 1, horizon)
+    return arrival.astype(jnp.int32), departure.astype(jnp.int32)
+
+
+def served_share(soc: Array, soc_arrival: Array, target_soc: Array) -> Array:
+    """Share of each vehicle's need (``target_soc - soc_arrival``) that is in its battery
+    at ``soc``, in [0, 1]; 1 where a vehicle needed nothing."""
+    need = target_soc - soc_arrival
+    share = (soc - soc_arrival) / jnp.where(need > 0, need, 1.0)
+    return jnp.where(need > 0, jnp.clip(share, 0.0, 1.0), 1.0)

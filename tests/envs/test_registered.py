@@ -23,7 +23,8 @@ FULL = os.environ.get("JAXGRID_VALIDATE") == "full"
 # programs take minutes to compile, so the default suite checks the case14 variants
 # (the same code) and JAXGRID_VALIDATE=full the case118 ones too; so too opf118-v0 (an
 # AC power flow of 118 buses a step, about 20 s at the smaller sizes; opf14-v0 is the same
-# code)
+# code); and evfleet33-v0 (64 agents over a DistFlow feeder: about 2 minutes at the
+# defaults here, mostly compiling, where two episodes in four environments see the same)
 SMALLER = {"num_steps": 96, "num_envs": 4}
 CHECKED = [n for n in jaxgrid.list_envs() if FULL or not n.startswith(("tso118", "opf118"))]
 
@@ -31,4 +32,4 @@ CHECKED = [n for n in jaxgrid.list_envs() if FULL or not n.startswith(("tso118",
 @pytest.mark.parametrize("name", CHECKED)
 def test_check_env_with_its_defaults(name):
     env, params = jaxgrid.make(name)
-    check_env(env, params, **(SMALLER if name.startswith(("tso", "opf118", "gencos")) else {}))
+    check_env(env, params, **(SMALLER if name.startswith(("tso", "opf118", "gencos", "evfleet")) else {}))
