@@ -28,8 +28,9 @@ ZIP loads weight the three forms by their fractions, separately for P and Q.
 The iteration ``V <- (Y_pd + Y_s + Y_L)^-1 (I_s + Y_L V - I_load(V) + I_gen(V))`` runs in
 per unit of each node's base voltage (``1 MVA`` base), from the constant-impedance
 solution, for a fixed number of iterations (``lax.fori_loop``: jittable, every member of
-a ``vmap`` batch in lockstep); ``converged`` says whether the last change of any node
-voltage was below ``tol_pu``. Hand-written rather than with optimistix: one LU factor
+a ``vmap`` batch in lockstep); ``converged`` says whether the last iteration changed the
+voltage across any load phase (or at a generating node) by less than ``tol_pu``: the
+injections depend on nothing else, so these voltages being still is the fixed point. Hand-written rather than with optimistix: one LU factor
 reused by every iteration is the whole algorithm, and the contraction is fast (each
 iteration divides the error by about 30 on the IEEE feeders).
 """
@@ -45,7 +46,7 @@ from jaxgrid.grid.three_phase.feeder3 import Feeder3
 from jaxgrid.types import Array, float_dtype
 
 S_BASE_VA = 1e6
-N_ITER = 25
+N_ITER = 40
 
 
 @struct.dataclass
@@ -68,9 +69,10 @@ class UnbalancedPowerFlowResult:
         line_loading: ``(n_line, 3)`` ``i_line_a / line_normamps_a``.
         loss_kw: ``()`` total active loss of lines, transformers and regulators, kW.
         p_source_kw, q_source_kvar: ``()`` power delivered by the source, kW and kvar.
-        converged: ``()`` bool: finite, and the last iteration changed no voltage by
-            more than ``tol_pu``.
-        mismatch_pu: ``()`` largest voltage change of the last iteration, pu.
+        converged: ``()`` bool: finite, and the last iteration changed no load phase's
+            voltage (nor a generating node's) by more than ``tol_pu``.
+        mismatch_pu: ``()`` largest change of a load phase's voltage (pu of its base) or
+            a generating node's in the last iteration.
     """
 
     v_volt: Array
@@ -190,7 +192,8 @@ def unbalanced_power_flow(
         p_gen_kw, q_gen_kvar: ``(n_node,)`` constant-power injection of each node to
             ground, kW and kvar (positive = generation), or None.
         n_iter: fixed number of fixed-point iterations (static).
-        tol_pu: convergence tolerance on the last change of a node voltage, pu; default
+        tol_pu: convergence tolerance on the last change of a load phase's (or generating
+            node's) voltage, pu; default
             1e-9 in float64, 2e-5 in float32.
         join_switches: (static) join the two nodes of each closed switch into one instead
             of keeping its 1e-6 ohm; default True in float32 (whose LU cannot factor the
@@ -255,22 +258,29 @@ def unbalanced_power_flow(
         u = vb_group * jax.scipy.linalg.lu_solve(lu, current_group * vb_group / S_BASE_VA)
         return u[feeder.node_group]
 
+    generating = jnp.abs(s_gen) > 0
+
     def body(_, carry):
         v, _mismatch = carry
         i_dev, vd = device_injection(v)
         i_nom = jnp.zeros(n + 1, v.dtype).at[frm].add(y_nom * vd).at[to].add(-y_nom * vd)
         current = jnp.zeros(m + 1, v.dtype).at[group].add(i_dev + i_nom)[:m] + i_src
         v_new = solve(current)
-        return v_new, jnp.max(jnp.abs(v_new - v) / vb)
+        # the change of what the injections depend on: each load phase's voltage and the
+        # generating nodes' (a floating node's voltage to ground, e.g. of an ungrounded
+        # delta winding, carries round-off the solution does not depend on)
+        v_new_ext = jnp.append(v_new, 0.0)
+        change_load = jnp.abs(v_new_ext[frm] - v_new_ext[to] - vd) / feeder.load_vbase_v
+        change_gen = jnp.where(generating, jnp.abs(v_new - v) / vb, 0.0)
+        return v_new, jnp.maximum(jnp.max(change_load, initial=0.0), jnp.max(change_gen))
 
     v0 = solve(i_src)
     v, mismatch = jax.lax.fori_loop(0, n_iter, body, (v0, jnp.asarray(jnp.inf, real)))
     i_dev, _ = device_injection(v)
-    i_inj = i_dev[:n].at[src].add(y_src @ (emf - v[src]))
-    return _result(feeder, v, y_elem, i_inj, y_src, emf, mismatch, tol_pu)
+    return _result(feeder, v, y_elem, i_dev[:n], mismatch, tol_pu)
 
 
-def _result(feeder, v, y_elem, i_inj, y_src, emf, mismatch, tol_pu):
+def _result(feeder, v, y_elem, i_dev, mismatch, tol_pu):
     vb = feeder.vbase_v
     v_ext = jnp.append(v, 0.0)
     vb_ext = jnp.append(vb, 1.0)
@@ -297,6 +307,11 @@ def _result(feeder, v, y_elem, i_inj, y_src, emf, mismatch, tol_pu):
     # elements leave over of the injection there (KCL at its first terminal)
     i_series = jnp.where(feeder.elem_switch[:, None], 0.0, i_elem)
     i_other = jnp.zeros(feeder.n_node + 1, i_elem.dtype).at[feeder.elem_nodes].add(i_series)
+    # what the source delivers, from the network side: the source's own 1e3-1e4 pu
+    # admittance times E - V would cancel away float32's digits
+    src = feeder.source_nodes
+    i_source = i_other[src]
+    i_inj = i_dev.at[src].add(i_source)
     left_over = jnp.append(i_inj, 0.0) - i_other
     i_elem = jnp.where(feeder.elem_switch[:, None], left_over[feeder.elem_nodes], i_elem)
     i_lines = i_elem[feeder.line_elem]
@@ -307,8 +322,7 @@ def _result(feeder, v, y_elem, i_inj, y_src, emf, mismatch, tol_pu):
     # losses as the power injected into the network (source, loads, generation): in
     # float32 the sum of each element's v * conj(i) loses its digits to cancellation
     loss_w = jnp.real(jnp.vdot(i_inj, v))
-    v_src = v[feeder.source_nodes]
-    s_src = jnp.sum(v_src * jnp.conj(y_src @ (emf - v_src)))
+    s_src = jnp.sum(v[src] * jnp.conj(i_source))
     finite = jnp.all(jnp.isfinite(v.real) & jnp.isfinite(v.imag))
     return UnbalancedPowerFlowResult(
         v_volt=v,
