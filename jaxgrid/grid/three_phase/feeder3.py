@@ -167,7 +167,8 @@ class Feeder3:
         )
 
     def summary(self) -> str:
-        """Bus, load, regulator and line tables, as a power engineer would print them."""
+        """Bus, load, regulator, element (transformers, capacitors) and line tables, as a
+        power engineer would print them."""
         phases = "abc"
         bus_nodes = np.asarray(self.bus_nodes)
         vbase = np.asarray(self.vbase_v)
@@ -196,6 +197,14 @@ class Feeder3:
                 f"{name:<14s} {self.element_names[int(self.reg_elem[r])]:<20s}"
                 f" {float(self.tap_pu[r]):.5f}"
             )
+        rows += ["", "element                  nodes"]
+        lines = set(np.asarray(self.line_elem).tolist())
+        for e, name in enumerate(self.element_names):
+            if e not in lines:
+                nodes = [
+                    node_names[int(i)] for i in np.asarray(self.elem_nodes[e]) if i < self.n_node
+                ]
+                rows.append(f"{name:<24s} {' '.join(nodes)}")
         rows += ["", "line                     phases  normamps_A"]
         for k in range(self.n_line):
             present = [p for p in range(3) if int(self.line_cond[k, p]) >= 0]
