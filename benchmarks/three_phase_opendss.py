@@ -4,7 +4,7 @@
     python benchmarks/three_phase_opendss.py --f32    # the same in float32 (the default)
 
 For every feeder, load multiplier (0.7, 1.0, 1.3) and with/without single-phase PV on
-several phases, none on the delta IEEE 37 (the cases of tests/grid/test_three_phase_opendss.py): OpenDSS
+several phases, phase to ground and phase to phase (the cases of tests/grid/test_three_phase_opendss.py): OpenDSS
 (dss-python) at the bundled feeder's fixed taps with its tolerance at 1e-12, against
 ``unbalanced_power_flow`` (its default 40 iterations); the largest line-to-neutral magnitude error
 (pu), line-to-line magnitude error (pu), angle error (degrees) and the relative loss
@@ -32,6 +32,7 @@ def main() -> None:
         jax.config.update("jax_enable_x64", True)
     from test_three_phase_opendss import (  # the tests' OpenDSS runs, shared
         PV,
+        PV_LL,
         _line_to_line,
         _opendss_solution,
         _pv_arrays,
@@ -47,10 +48,10 @@ def main() -> None:
     for name in BUNDLED:
         feeder = load_feeder3(name)
         for scale in (0.7, 1.0, 1.3):
-            for pv in (False, True) if name in PV else (False,):
+            for pv in (False, True):
                 v_ref, loss_ref, _, _ = _opendss_solution(name, feeder, scale, pv)
-                p_gen, q_gen = _pv_arrays(name, feeder) if pv else (None, None)
-                result = jax.device_get(solve(feeder, scale, p_gen, q_gen))
+                gen = _pv_arrays(name, feeder) if pv else (None,) * 4
+                result = jax.device_get(solve(feeder, scale, *gen))
                 vbase = np.asarray(feeder.vbase_v)
                 v = np.asarray(result.v_volt, complex)
                 d_ln = np.max(np.abs(np.abs(v) - np.abs(v_ref)) / vbase)
@@ -62,7 +63,7 @@ def main() -> None:
                 )
                 d_va = np.max(np.abs(np.angle(v / v_ref, deg=True)))
                 d_loss = abs(float(result.loss_kw) - loss_ref) / loss_ref
-                pv_text = f"{len(PV[name])} x 1-ph" if pv else "-"
+                pv_text = f"{len(PV[name])} LN + {len(PV_LL[name])} LL" if pv else "-"
                 print(f"| {name} | x{scale} | {pv_text} | {d_ln:.1e} | {d_ll:.1e} | {d_va:.1e} "
                       f"| {d_loss:.1e} | {bool(result.converged)} |")  # fmt: skip
 

@@ -3,7 +3,8 @@
 Each case compiles the bundled master with OpenDSS, fixes the regulator taps to those of
 the bundled feeder (``RegControl``s off), tightens OpenDSS's tolerance to 1e-12, sets
 ``loadmult`` and, for the PV cases, adds single-phase constant-power ``Generator``s on
-several phases (``model=1`` with a 0.5-1.5 pu band, so they stay constant power), then
+several phases, phase to ground and phase to phase (``model=1`` with a 0.5-1.5 pu band,
+so they stay constant power), then
 compares every node voltage (magnitude and angle), the line-to-line voltages (the
 comparison that matters on the 3-wire delta IEEE 37), the total losses, the source power
 and every line's phase currents. ``from_opendss`` extracts, OpenDSS solves: the solver
@@ -38,14 +39,22 @@ from jaxgrid.grid.three_phase import (  # noqa: E402
 FULL = os.environ.get("JAXGRID_VALIDATE") == "full"
 VM_TOL, VA_TOL, LOSS_RTOL = 1e-6, 1e-4, 1e-4  # pu, degrees, relative (issue 20)
 SCALES = (0.7, 1.0, 1.3)
-# single-phase PV (node -> kW), phase to ground on several phases of each feeder; none on
-# the 3-wire delta IEEE 37, where a phase-to-ground source has no return path but the
-# line capacitances (phase-to-phase injections are not supported yet)
+# single-phase PV (node -> kW) phase to ground on several phases, and (bus, phase pair
+# ab/bc/ca -> kW) between two phases: only those on the 3-wire delta IEEE 37, where a
+# phase-to-ground source has no return path but the line capacitances
 PV = {
     "ieee13": {"675.1": 300.0, "680.2": 150.0, "611.3": 100.0},
     "ieee34": {"890.1": 100.0, "848.2": 150.0, "860.3": 120.0},
+    "ieee37": {},
     "ieee123": {"65.1": 200.0, "76.2": 150.0, "114.1": 80.0, "49.3": 120.0},
 }
+PV_LL = {
+    "ieee13": {("671", 1): 200.0},
+    "ieee34": {},
+    "ieee37": {("711", 0): 200.0, ("741", 1): 150.0, ("738", 2): 100.0},
+    "ieee123": {},
+}
+PAIRS = ((1, 2), (2, 3), (3, 1))
 PV_KVAR = 0.2  # kvar per kW (generation of reactive power)
 
 
@@ -53,7 +62,7 @@ def _cases():
     out = []
     for name in BUNDLED:
         for scale in SCALES:
-            for pv in (False, True) if name in PV else (False,):
+            for pv in (False, True):
                 default = name == "ieee13" or (scale == 1.0 and not pv)
                 if FULL or default:
                     out.append((name, scale, pv))
@@ -77,6 +86,13 @@ def _opendss_solution(name, feeder, scale, pv):
         for k, (node, kw) in enumerate(PV[name].items()):
             engine.Text.Command = (
                 f"new generator.pv{k} bus1={node} phases=1 kV={vbase[node] / 1e3} "
+                f"kW={kw} kvar={PV_KVAR * kw} model=1 vminpu=0.5 vmaxpu=1.5"
+            )
+        for k, ((bus, pair), kw) in enumerate(PV_LL[name].items()):
+            a, b = PAIRS[pair]
+            kv = np.sqrt(3) * vbase[f"{bus}.{a}"] / 1e3
+            engine.Text.Command = (
+                f"new generator.pvll{k} bus1={bus}.{a}.{b} phases=1 kV={kv} "
                 f"kW={kw} kvar={PV_KVAR * kw} model=1 vminpu=0.5 vmaxpu=1.5"
             )
     engine.Text.Command = "solve"
@@ -103,10 +119,14 @@ def _opendss_solution(name, feeder, scale, pv):
 
 
 def _pv_arrays(name, feeder):
+    """``p_gen_kw, q_gen_kvar, p_gen_ll_kw, q_gen_ll_kvar`` of the PV cases."""
     p = np.zeros(feeder.n_node)
     for node, kw in PV[name].items():
         p[feeder.node_names.index(node)] = kw
-    return p, PV_KVAR * p
+    p_ll = np.zeros((feeder.n_bus, 3))
+    for (bus, pair), kw in PV_LL[name].items():
+        p_ll[feeder.bus_names.index(bus), pair] = kw
+    return p, PV_KVAR * p, p_ll, PV_KVAR * p_ll
 
 
 def _line_to_line(feeder, v):
@@ -123,8 +143,8 @@ def test_matches_opendss(name, scale, pv):
     with x64():
         feeder = load_feeder3(name)
         v_ref, loss_ref, (p_ref, q_ref), i_ref = _opendss_solution(name, feeder, scale, pv)
-        p_gen, q_gen = _pv_arrays(name, feeder) if pv else (None, None)
-        result = jax.jit(unbalanced_power_flow)(feeder, scale, p_gen, q_gen)
+        gen = _pv_arrays(name, feeder) if pv else (None,) * 4
+        result = jax.jit(unbalanced_power_flow)(feeder, scale, *gen)
         assert bool(result.converged)
         vbase = np.asarray(feeder.vbase_v)
         vm_ref = np.abs(v_ref) / vbase

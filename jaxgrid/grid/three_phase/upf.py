@@ -23,13 +23,14 @@ for delta), nominal ``S = P + jQ`` at base ``Vb`` and ``Y_eq = conj(S) / Vb**2``
   below ``vlowpu``. This switching is what reaches OpenDSS's numbers at +30 % load.
 
 ZIP loads weight the three forms by their fractions, separately for P and Q.
-``I_gen`` are constant-power injections (PV, negative loads) phase to ground.
+``I_gen`` are constant-power injections (PV, negative loads), phase to ground or between
+two phases of a bus.
 
 The iteration ``V <- (Y_pd + Y_s + Y_L)^-1 (I_s + Y_L V - I_load(V) + I_gen(V))`` runs in
 per unit of each node's base voltage (``1 MVA`` base), from the constant-impedance
 solution, for a fixed number of iterations (``lax.fori_loop``: jittable, every member of
 a ``vmap`` batch in lockstep); ``converged`` says whether the last iteration changed the
-voltage across any load phase (or at a generating node) by less than ``tol_pu``: the
+voltage across any load phase (or generator) by less than ``tol_pu``: the
 injections depend on nothing else, so these voltages being still is the fixed point. Hand-written rather than with optimistix: one LU factor
 reused by every iteration is the whole algorithm, and the contraction is fast (each
 iteration divides the error by about 30 on the IEEE feeders).
@@ -77,9 +78,9 @@ class UnbalancedPowerFlowResult:
         loss_kw: ``()`` total active loss of lines, transformers and regulators, kW.
         p_source_kw, q_source_kvar: ``()`` power delivered by the source, kW and kvar.
         converged: ``()`` bool: finite, and the last iteration changed no load phase's
-            voltage (nor a generating node's) by more than ``tol_pu``.
+            voltage (nor a generator's) by more than ``tol_pu``.
         mismatch_pu: ``()`` largest change of a load phase's voltage (pu of its base) or
-            a generating node's in the last iteration.
+            a generator's in the last iteration.
     """
 
     v_volt: Array
@@ -186,6 +187,8 @@ def unbalanced_power_flow(
     load_scale=1.0,
     p_gen_kw=None,
     q_gen_kvar=None,
+    p_gen_ll_kw=None,
+    q_gen_ll_kvar=None,
     n_iter: int = N_ITER,
     tol_pu: float | None = None,
     join_switches: bool | None = None,
@@ -198,9 +201,12 @@ def unbalanced_power_flow(
             (OpenDSS's ``loadmult``).
         p_gen_kw, q_gen_kvar: ``(n_node,)`` constant-power injection of each node to
             ground, kW and kvar (positive = generation), or None.
+        p_gen_ll_kw, q_gen_ll_kvar: ``(n_bus, 3)`` constant-power injection between
+            phases ab, bc and ca of each bus (delta-connected PV, as on a 3-wire feeder),
+            kW and kvar, or None; 0 where the bus lacks the pair.
         n_iter: fixed number of fixed-point iterations (static).
-        tol_pu: convergence tolerance on the last change of a load phase's (or generating
-            node's) voltage, pu; default
+        tol_pu: convergence tolerance on the last change of a load phase's (or
+            generator's) voltage, pu; default
             1e-9 in float64, 2e-5 in float32.
         join_switches: (static) join the two nodes of each closed switch into one instead
             of keeping its 1e-6 ohm; default True in float32 (whose LU cannot factor the
@@ -246,44 +252,66 @@ def unbalanced_power_flow(
 
     emf = source_emf(feeder)
     i_src = jnp.zeros(m + 1, y_pu.dtype).at[gs].add(y_src @ emf)[:m]
-    s_gen = jnp.zeros(n, y_pu.dtype)
-    if p_gen_kw is not None:
-        s_gen = s_gen + jnp.asarray(p_gen_kw, real) * 1e3
-    if q_gen_kvar is not None:
-        s_gen = s_gen + 1j * jnp.asarray(q_gen_kvar, real) * 1e3
+    # generation: one two-terminal source per node (to ground) and per phase pair of
+    # each bus (ab, bc, ca; ground to ground where the bus lacks it)
+    pairs = jnp.where(feeder.bus_nodes >= 0, feeder.bus_nodes, n)
+    pair_from = jnp.where((pairs < n) & (pairs[:, [1, 2, 0]] < n), pairs, n).reshape(-1)
+    pair_to = jnp.where(pair_from.reshape(-1, 3) < n, pairs[:, [1, 2, 0]], n).reshape(-1)
+    gen_from = jnp.concatenate([jnp.arange(n), pair_from])
+    gen_to = jnp.concatenate([jnp.full(n, n), pair_to])
+    vb_ext = jnp.append(vb, 1.0)
+    gen_base = jnp.concatenate([vb, np.sqrt(3.0) * vb_ext[pair_from]])
+
+    def gen_power(p_kw, q_kvar, shape):
+        out = jnp.zeros(shape, y_pu.dtype)
+        if p_kw is not None:
+            out = out + jnp.asarray(p_kw, real) * 1e3
+        if q_kvar is not None:
+            out = out + 1j * jnp.asarray(q_kvar, real) * 1e3
+        return out.reshape(-1)
+
+    s_gen = jnp.concatenate(
+        [
+            gen_power(p_gen_kw, q_gen_kvar, (n,)),
+            gen_power(p_gen_ll_kw, q_gen_ll_kvar, (feeder.n_bus, 3)) * (pair_from < n),
+        ]
+    )
+    generating = jnp.abs(s_gen) > 0
 
     def device_injection(v):
-        """``(n + 1,)`` current injected into each node by loads and generation, A."""
+        """``(n + 1,)`` current injected into each node by loads and generation, A; the
+        voltages across the load phases and across the generators, V."""
         v_ext = jnp.append(v, 0.0)
         vd = v_ext[frm] - v_ext[to]
         i_lp = load_admittance(feeder, vd, load_scale) * vd
-        v_safe = jnp.where(jnp.abs(v_ext) > 0, v_ext, 1.0)
-        i_gen = jnp.conj(jnp.append(s_gen, 0.0) / v_safe)
-        return i_gen.at[frm].add(-i_lp).at[to].add(i_lp), vd
+        v_gen = v_ext[gen_from] - v_ext[gen_to]
+        v_safe = jnp.where(jnp.abs(v_gen) > 0, v_gen, 1.0)
+        i_gen = jnp.where(generating, jnp.conj(s_gen / v_safe), 0.0)
+        i_ext = jnp.zeros(n + 1, v.dtype).at[gen_from].add(i_gen).at[gen_to].add(-i_gen)
+        return i_ext.at[frm].add(-i_lp).at[to].add(i_lp), vd, v_gen
 
     def solve(current_group):
         u = vb_group * jax.scipy.linalg.lu_solve(lu, current_group * vb_group / S_BASE_VA)
         return u[feeder.node_group]
 
-    generating = jnp.abs(s_gen) > 0
-
     def body(_, carry):
         v, _mismatch = carry
-        i_dev, vd = device_injection(v)
+        i_dev, vd, v_gen = device_injection(v)
         i_nom = jnp.zeros(n + 1, v.dtype).at[frm].add(y_nom * vd).at[to].add(-y_nom * vd)
         current = jnp.zeros(m + 1, v.dtype).at[group].add(i_dev + i_nom)[:m] + i_src
         v_new = solve(current)
-        # the change of what the injections depend on: each load phase's voltage and the
-        # generating nodes' (a floating node's voltage to ground, e.g. of an ungrounded
-        # delta winding, carries round-off the solution does not depend on)
+        # the change of what the injections depend on: the voltages across the load
+        # phases and the generators (a floating node's voltage to ground, e.g. of an
+        # ungrounded delta winding, carries round-off the solution does not depend on)
         v_new_ext = jnp.append(v_new, 0.0)
         change_load = jnp.abs(v_new_ext[frm] - v_new_ext[to] - vd) / feeder.load_vbase_v
-        change_gen = jnp.where(generating, jnp.abs(v_new - v) / vb, 0.0)
+        change_gen = jnp.abs(v_new_ext[gen_from] - v_new_ext[gen_to] - v_gen) / gen_base
+        change_gen = jnp.where(generating, change_gen, 0.0)
         return v_new, jnp.maximum(jnp.max(change_load, initial=0.0), jnp.max(change_gen))
 
     v0 = solve(i_src)
     v, mismatch = jax.lax.fori_loop(0, n_iter, body, (v0, jnp.asarray(jnp.inf, real)))
-    i_dev, _ = device_injection(v)
+    i_dev, _, _ = device_injection(v)
     return _result(feeder, v, y_elem, i_dev[:n], mismatch, tol_pu)
 
 
