@@ -211,8 +211,9 @@ def unbalanced_power_flow(
         join_switches: (static) join the two nodes of each closed switch into one instead
             of keeping its 1e-6 ohm; default True in float32 (whose LU cannot factor the
             switch's 1e6 S beside the loads' 1e-2 S), False in float64 (exact). Joined,
-            the switches' own drop and loss are left out: on IEEE 123 at base load that
-            moves voltages by up to 5e-7 pu and the losses by 1.2 W.
+            the switches' own drop and loss are left out: on IEEE 123 at 0.7-1.3 times its
+            load (float64) that moves voltages by 3.7e-7 to 7.3e-7 pu and the losses by
+            0.6 to 2.2 W.
 
     Returns:
         An :class:`UnbalancedPowerFlowResult`.
