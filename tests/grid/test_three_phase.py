@@ -136,3 +136,11 @@ def test_check_feeder3_names_the_bad_leaf(change, message):
 def test_load_feeder3_unknown_source():
     with pytest.raises(ValueError, match="expected a bundled feeder"):
         load_feeder3("ieee8500")
+
+
+def test_voltage_collapse_is_reported_with_finite_numbers():
+    feeder = load_feeder3("ieee13")
+    result = jax.jit(unbalanced_power_flow)(feeder, 100.0)  # 100 times the load
+    assert not bool(result.converged)
+    for leaf in jax.tree_util.tree_leaves(result):
+        assert np.all(np.isfinite(np.asarray(leaf)))

@@ -77,8 +77,10 @@ class UnbalancedPowerFlowResult:
         line_loading: ``(n_line, 3)`` ``i_line_a / line_normamps_a``.
         loss_kw: ``()`` total active loss of lines, transformers and regulators, kW.
         p_source_kw, q_source_kvar: ``()`` power delivered by the source, kW and kvar.
-        converged: ``()`` bool: finite, and the last iteration changed no load phase's
-            voltage (nor a generator's) by more than ``tol_pu``.
+        converged: ``()`` bool: the iteration stayed finite, and its last step changed no
+            load phase's voltage (nor a generator's) by more than ``tol_pu``. Where it
+            did not stay finite (voltage collapse), the voltages are the nominal loads'
+            constant-impedance solution and ``mismatch_pu`` the largest float.
         mismatch_pu: ``()`` largest change of a load phase's voltage (pu of its base) or
             a generator's in the last iteration.
     """
@@ -206,8 +208,7 @@ def unbalanced_power_flow(
             kW and kvar, or None; 0 where the bus lacks the pair.
         n_iter: fixed number of fixed-point iterations (static).
         tol_pu: convergence tolerance on the last change of a load phase's (or
-            generator's) voltage, pu; default
-            1e-9 in float64, 2e-5 in float32.
+            generator's) voltage, pu; default 1e-9 in float64, 2e-5 in float32.
         join_switches: (static) join the two nodes of each closed switch into one instead
             of keeping its 1e-6 ohm; default True in float32 (whose LU cannot factor the
             switch's 1e6 S beside the loads' 1e-2 S), False in float64 (exact). Joined,
@@ -311,7 +312,13 @@ def unbalanced_power_flow(
         return v_new, jnp.maximum(jnp.max(change_load, initial=0.0), jnp.max(change_gen))
 
     v0 = solve(i_src)
-    v, mismatch = jax.lax.fori_loop(0, n_iter, body, (v0, jnp.asarray(jnp.inf, real)))
+    huge = jnp.finfo(real).max
+    v, mismatch = jax.lax.fori_loop(0, n_iter, body, (v0, jnp.asarray(huge, real)))
+    # a loading without solution (voltage collapse) is reported, with finite numbers: the
+    # constant-impedance solution stands in for a diverged iteration
+    finite = jnp.all(jnp.isfinite(v.real) & jnp.isfinite(v.imag)) & jnp.isfinite(mismatch)
+    v = jnp.where(finite, v, v0)
+    mismatch = jnp.where(finite, mismatch, huge)
     i_dev, _, _ = device_injection(v)
     return _result(feeder, v, y_elem, i_dev[:n], mismatch, tol_pu)
 
@@ -359,7 +366,6 @@ def _result(feeder, v, y_elem, i_dev, mismatch, tol_pu):
     # float32 the sum of each element's v * conj(i) loses its digits to cancellation
     loss_w = jnp.real(jnp.vdot(i_inj, v))
     s_src = jnp.sum(v[src] * jnp.conj(i_source))
-    finite = jnp.all(jnp.isfinite(v.real) & jnp.isfinite(v.imag))
     return UnbalancedPowerFlowResult(
         v_volt=v,
         vm_pu=jnp.abs(v) / vb,
@@ -372,6 +378,6 @@ def _result(feeder, v, y_elem, i_dev, mismatch, tol_pu):
         loss_kw=loss_w / 1e3,
         p_source_kw=jnp.real(s_src) / 1e3,
         q_source_kvar=jnp.imag(s_src) / 1e3,
-        converged=finite & (mismatch < tol_pu),
+        converged=mismatch < tol_pu,
         mismatch_pu=mismatch,
     )
