@@ -23,6 +23,9 @@ a :class:`DCPowerFlowResult`), :func:`dc_matrices`, and its sensitivities :func:
 (MW per MW injected), :func:`shift_flow_mw` and :func:`lodf` (with the bridges, whose
 outage islands part of the network, flagged).
 
+Unbalanced three-phase feeders (the IEEE 13, 34, 37 and 123 node feeders from OpenDSS) and
+their power flow are in the subpackage :mod:`jaxgrid.grid.three_phase`.
+
 Loads are in MW and Mvar, positive = consumption, one entry per bus in the feeder's bus
 order. Nothing here knows about reinforcement learning.
 """

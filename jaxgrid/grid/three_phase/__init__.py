@@ -1,0 +1,50 @@
+"""Unbalanced three-phase distribution feeders (OpenDSS models) and their power flow.
+
+- :class:`Feeder3`, the node-based feeder pytree (:mod:`.feeder3`), and
+  :func:`check_feeder3`;
+- :func:`from_opendss` (compiles an OpenDSS master with ``dss-python``),
+  :func:`load_feeder3` (the bundled IEEE 13, 34, 37 and 123 node feeders, no
+  ``dss-python`` needed), :func:`save_feeder3`;
+- :func:`unbalanced_power_flow` (Z-bus fixed point, OpenDSS's load models) returning an
+  :class:`UnbalancedPowerFlowResult` with per-phase voltages, line-to-line voltages,
+  voltage unbalance (IEC and NEMA), line currents against ratings and losses.
+"""
+
+from jaxgrid.grid.three_phase.feeder3 import Feeder3, check_feeder3
+from jaxgrid.grid.three_phase.opendss import (
+    BUNDLED,
+    PUBLISHED_TAP_STEPS,
+    bundled_master,
+    from_opendss,
+    load_feeder3,
+    published_taps,
+    save_feeder3,
+    tap_commands,
+    write_bundled,
+)
+from jaxgrid.grid.three_phase.upf import (
+    UnbalancedPowerFlowResult,
+    element_admittances,
+    load_admittance,
+    nodal_admittance,
+    unbalanced_power_flow,
+)
+
+__all__ = [
+    "BUNDLED",
+    "Feeder3",
+    "PUBLISHED_TAP_STEPS",
+    "UnbalancedPowerFlowResult",
+    "bundled_master",
+    "check_feeder3",
+    "element_admittances",
+    "from_opendss",
+    "load_admittance",
+    "load_feeder3",
+    "nodal_admittance",
+    "published_taps",
+    "tap_commands",
+    "save_feeder3",
+    "write_bundled",
+    "unbalanced_power_flow",
+]
