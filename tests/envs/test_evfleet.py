@@ -79,7 +79,9 @@ def test_one_step_by_hand():
     np.testing.assert_allclose(vector[0], -price * p.sum() * 0.5, rtol=1e-5)
     costs = np.asarray(info["costs"])
     np.testing.assert_allclose(costs[:, 3], np.abs(request - p), atol=1e-7)  # device_limits
-    np.testing.assert_allclose(costs[:, 0], np.maximum(0.9 - soc, 0) * 0.060, atol=1e-7)
+    unmet = np.maximum(0.9 - soc, 0) * 0.060  # MWh short of the target at departure
+    np.testing.assert_allclose(costs[:, 0], unmet, atol=1e-7)
+    np.testing.assert_allclose(vector[3], -unmet.sum(), rtol=1e-5)  # service
     # the feeder carries the fleet at the vehicles' buses
     base = 1.5 * float(np.asarray(params.profiles.load)[row, 0])
     loads = base * np.asarray(params.feeder.p_load_mw)

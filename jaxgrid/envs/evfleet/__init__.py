@@ -36,7 +36,7 @@ def make_evfleet(
     departure_h: tuple[float, float] = (7.5, 1.0),
     v2g: bool = True,
     transformer_mva: float = 2.5,
-    weights: tuple[float, ...] = (0.05, 10.0, 2.0),
+    weights: tuple[float, ...] = (0.05, 10.0, 2.0, 50.0),
     distflow_iterations: int = 8,
     power_flow_penalty: float = 10.0,
 ):
@@ -60,7 +60,9 @@ def make_evfleet(
             and of departure the next morning, normal, hours.
         v2g: whether the vehicles may discharge into the grid.
         transformer_mva: substation transformer rating, MVA.
-        weights: default weights of energy_cost, fairness, losses.
+        weights: default weights of energy_cost, fairness, losses, service: a MWh
+            missing at departure weighs as much as 1000 currency of energy (the peak
+            price is 180).
         distflow_iterations: sweeps of the nonlinear solver, 1 to 100.
         power_flow_penalty: reward lost per agent, on a step whose power flow fails, for
             that step and for each step the episode loses (it ends there).
@@ -113,7 +115,7 @@ def make_evfleet(
         dt_h=np.float64(24.0 / steps_per_day),
         solver=np.int32(SOLVERS[solver]),
         power_flow_penalty=np.float32(power_flow_penalty),
-        scalarisation=Scalarisation.create(3, "weighted_sum", list(weights)),
+        scalarisation=Scalarisation.create(4, "weighted_sum", list(weights)),
     )
     params = jax.tree_util.tree_map(jnp.asarray, params)
     env = EVFleet(

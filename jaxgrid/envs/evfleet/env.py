@@ -29,7 +29,10 @@ whether the vehicle may discharge (0/1).
 **Objectives** (shared): ``energy_cost`` (minus the price times the fleet's charging
 energy, currency; discharging earns), ``fairness`` (minus the Hoover index of the shares
 of their needs the vehicles received, on the episode's last step, 0 before),
-``losses`` (minus network loss, MWh).
+``losses`` (minus network loss, MWh), ``service`` (minus the energy missing from the
+vehicles' targets when they leave, MWh). Without ``service`` a reward of the other three
+pays for emptying every battery into the evening peak: the bill falls and the Hoover
+index of equally unserved vehicles is 0 (a first IPPO run found exactly that).
 
 **Costs.** ``unmet_energy`` (energy missing from the target at departure, MWh, per
 agent), ``voltage_band`` (pu outside the band summed over buses, shared),
@@ -120,7 +123,7 @@ class EVFleetParams:
 class EVFleet(Environment):
     """Vehicles charging overnight on one feeder (see the module docstring)."""
 
-    objective_names = ("energy_cost", "fairness", "losses")
+    objective_names = ("energy_cost", "fairness", "losses", "service")
     action_names = ("charge",)
     cost_names = ("unmet_energy", "voltage_band", "transformer", "device_limits", "power_flow")
 
@@ -268,6 +271,7 @@ class EVFleet(Environment):
                 -price * jnp.sum(ev.p_mw) * dt,
                 jnp.where(last, -hoover(share), 0.0),
                 -flow.loss_mw * dt,
+                -jnp.sum(ev.unmet_mwh),
             ]
         ).astype(dtype)
         shared = jnp.stack(
@@ -291,7 +295,7 @@ class EVFleet(Environment):
         return Transition(
             obs=self.observe(new_state, params),
             state=new_state,
-            reward_vector=jnp.broadcast_to(objectives, (n, 3)),
+            reward_vector=jnp.broadcast_to(objectives, (n, 4)),
             costs=costs,
             terminated=jnp.zeros((), bool),
             truncated=last,
