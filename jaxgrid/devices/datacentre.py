@@ -6,11 +6,13 @@ backlog). The operator gives each class a share of the ``n_gpus`` GPUs; a class 
 ``min(share * n_gpus * dt_h, backlog)`` GPU-h in a step, first come first served. Shares
 that add up to more than 1 are scaled down to add up to 1 (the excess is reported).
 
-**Deadlines (SLA).** Work of class ``k`` is due ``deadline_steps[k]`` steps after it
-arrived. The caller passes ``due_gpu_h``: the cumulative arrivals of the episode that are
-due by the end of this step; the work still not served of them is *late*
-(``max(due - served_total, 0)``, GPU-h, FIFO order), a stock that is charged every step it
-stays late.
+**Deadlines (SLA).** Work of class ``k`` that arrives in step ``i`` must be served by the
+end of step ``i + deadline_steps[k] - 1``. The caller passes ``newly_due_gpu_h``: the
+arrivals whose deadline is the end of this step. The state keeps ``ahead_gpu_h``, the work
+served minus the work due so far (served first come, first served); where it is negative
+that much due work is still not served: it is *late* (GPU-h), a stock charged every step it
+stays late. Keeping the difference rather than two cumulative sums keeps it exact in
+float32 over a long run.
 
 **IT power.** Linear in utilisation ``u`` (busy share of the GPUs), the server power model
 of Fan, Weber and Barroso (ISCA 2007): ``p_it = p_idle + (p_peak - p_idle) u`` (MW).
@@ -84,12 +86,12 @@ class DataCentreParams:
 class DataCentreState:
     """Attributes:
     backlog_gpu_h: ``(2,)`` work waiting, GPU-h.
-    served_gpu_h: ``(2,)`` work served since the episode started, GPU-h.
+    ahead_gpu_h: ``(2,)`` work served minus work due, GPU-h (negative: late).
     t_hall: ``()`` hall temperature, °C.
     """
 
     backlog_gpu_h: Array
-    served_gpu_h: Array
+    ahead_gpu_h: Array
     t_hall: Array
 
 
@@ -130,14 +132,14 @@ def datacentre_step(
     shares: Array,
     t_setpoint,
     arrivals_gpu_h: Array,
-    due_gpu_h: Array,
+    newly_due_gpu_h: Array,
     t_out,
     dt_h,
     params: DataCentreParams,
 ) -> DataCentreStep:
     """One step: ``shares`` ``(2,)`` of the GPUs for training and fine-tuning (each in
     [0, 1]), a cooling setpoint ``t_setpoint`` (°C), this step's ``arrivals_gpu_h`` ``(2,)``,
-    the cumulative work due by the end of the step ``due_gpu_h`` ``(2,)`` and the outdoor
+    the arrivals due by the end of this step ``newly_due_gpu_h`` ``(2,)`` and the outdoor
     temperature ``t_out`` (°C)."""
     total = jnp.sum(shares)
     shares = shares / jnp.maximum(total, 1.0)
@@ -153,10 +155,10 @@ def datacentre_step(
     t_next = drift + g * (p_it - q_cool)
     p_cool = q_cool / cop(t_out, params)
 
-    served_total = state.served_gpu_h + served
+    ahead = state.ahead_gpu_h + served - newly_due_gpu_h
     return DataCentreStep(
         state=DataCentreState(
-            backlog_gpu_h=backlog - served, served_gpu_h=served_total, t_hall=t_next
+            backlog_gpu_h=backlog - served, ahead_gpu_h=ahead, t_hall=t_next
         ),
         served_gpu_h=served,
         utilisation=utilisation,
@@ -164,7 +166,7 @@ def datacentre_step(
         q_cool_mw=q_cool,
         p_cool_mw=p_cool,
         p_mw=p_it + p_cool,
-        late_gpu_h=jnp.maximum(due_gpu_h - served_total, 0.0),
+        late_gpu_h=jnp.maximum(-ahead, 0.0),
         overheat_k=jnp.maximum(t_next - params.t_max, 0.0),
         share_excess=jnp.maximum(total - 1.0, 0.0),
     )

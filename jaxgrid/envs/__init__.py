@@ -1,5 +1,16 @@
 """The environments; importing this package registers them."""
 
-from jaxgrid.envs import arbitrage, ders, dso, gardeners, gencos, opf, smartgrid, tso, voltage
+from jaxgrid.envs import arbitrage, dcmg, ders, dso, gardeners, gencos, opf, smartgrid, tso, voltage
 
-__all__ = ["arbitrage", "ders", "dso", "gardeners", "gencos", "opf", "smartgrid", "tso", "voltage"]
+__all__ = [
+    "arbitrage",
+    "dcmg",
+    "ders",
+    "dso",
+    "gardeners",
+    "gencos",
+    "opf",
+    "smartgrid",
+    "tso",
+    "voltage",
+]

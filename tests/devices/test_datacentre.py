@@ -39,7 +39,7 @@ def params(**kw):
 
 def state(backlog=(30.0, 10.0), t_hall=22.0):
     return DataCentreState(
-        backlog_gpu_h=jnp.array(backlog), served_gpu_h=jnp.zeros(2), t_hall=jnp.asarray(t_hall)
+        backlog_gpu_h=jnp.array(backlog), ahead_gpu_h=jnp.zeros(2), t_hall=jnp.asarray(t_hall)
     )
 
 
@@ -69,6 +69,12 @@ def test_shares_above_one_are_scaled_and_the_queue_limits_service():
     np.testing.assert_allclose(out.p_it_mw, 0.3 + 0.7 * (300 / 11 + 20) / 50, rtol=1e-6)
     # due 35 GPU-h of training, 27.27 served: 7.73 late; nothing of fine-tuning due
     np.testing.assert_allclose(out.late_gpu_h, [35 - 300 / 11, 0.0], atol=1e-5)
+    # next step: all training GPUs, 10 more GPU-h arrive, nothing newly due: the 22.73
+    # GPU-h waiting are served, the 7.73 late are cleared and 15 GPU-h are served early
+    out = step(out.state, [1.0, 0.0], 21.0, due=(0.0, 0.0))
+    np.testing.assert_allclose(out.served_gpu_h, [50 - 300 / 11, 0.0], rtol=1e-5)
+    np.testing.assert_allclose(out.late_gpu_h, [0.0, 0.0])
+    np.testing.assert_allclose(out.state.ahead_gpu_h, [15.0, 20.0], rtol=1e-5)
 
 
 def test_cooling_to_the_setpoint_within_its_capacity():
