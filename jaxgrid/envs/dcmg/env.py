@@ -62,6 +62,8 @@ TEMPERATURE_SCALE = 10.0  # observed temperatures (°C) are divided by this
 
 @struct.dataclass
 class DcmgState:
+    """The microgrid between two steps (the devices' states and the last step's flows)."""
+
     time: Array  # () int32 steps since the episode started
     start: Array  # () int32 profile row of the first step
     datacentre: DataCentreState
@@ -151,6 +153,7 @@ class Dcmg(Environment):
     # -- exogenous series ---------------------------------------------------------------
 
     def steps_per_hour(self, params) -> Array:
+        """Steps in one hour (12 at five minutes)."""
         return jnp.round(1.0 / params.dt_h).astype(jnp.int32)
 
     def exogenous(self, rows, params: DcmgParams) -> tuple[Array, Array, Array]:
