@@ -70,11 +70,12 @@ def episode_oracle(env, params, start: int) -> Plan:
     bat = {k: _scalar(v) for k, v in vars(params.battery).items()}
     dg = {k: _scalar(v) for k, v in vars(params.diesel).items()}
 
+    # one variable per step of each: served work and work served so far per class,
+    # cooling, hall temperature, battery charge / discharge / state of charge / direction,
+    # grid exchange, grid imports, diesel output / running / starting
     names = ["s0", "s1", "S0", "S1", "q", "th", "c", "d", "soc", "b", "g", "e", "p", "u", "z"]
-    size = {n: T for n in names}
-    idx, n_var = {}, 0
-    for n in names:
-        idx[n], n_var = n_var + np.arange(size[n]), n_var + size[n]
+    idx = {n: i * T + np.arange(T) for i, n in enumerate(names)}
+    n_var = len(names) * T
     lower, upper = np.zeros(n_var), np.full(n_var, np.inf)
     integrality = np.zeros(n_var)
     rows_, cols_, vals_, lo, hi = [], [], [], [], []
@@ -88,7 +89,8 @@ def episode_oracle(env, params, start: int) -> Plan:
             cols_.append(cols)
             vals_.append(np.broadcast_to(np.asarray(coef, float), cols.shape))
         n = len(np.asarray(terms[0][0]))
-        lo.extend(np.broadcast_to(low, n)), hi.extend(np.broadcast_to(high, n))
+        lo.extend(np.broadcast_to(low, n))
+        hi.extend(np.broadcast_to(high, n))
 
     def bound(name, low, high):
         lower[idx[name]], upper[idx[name]] = low, high
@@ -99,7 +101,8 @@ def episode_oracle(env, params, start: int) -> Plan:
     def couple(cols, coef, shift=1):
         """Add ``coef * x[cols]`` to the rows ``shift..T-1`` of the last ``T`` rows."""
         r0 = len(lo) - T
-        rows_.append(r0 + np.arange(shift, T)), cols_.append(np.asarray(cols))
+        rows_.append(r0 + np.arange(shift, T))
+        cols_.append(np.asarray(cols))
         vals_.append(np.full(T - shift, coef, float))
 
     # -- work: arrived >= served so far >= due so far; shares add up to at most 1
@@ -115,7 +118,7 @@ def episode_oracle(env, params, start: int) -> Plan:
         lower[idx[total]], upper[idx[total]] = due - 1e-9 * (1 + due), arrived
     constrain([(idx["s0"], 1.0), (idx["s1"], 1.0)], 0.0, cap)
 
-    # -- hall: T_t - a T_{t-1} + g q_t - g k (s0 + s1) = (1 - a) T_out + g p_idle (T_{-1} given)
+    # -- hall: T_t - a T_{t-1} + g q_t - g slope (s0 + s1) = (1 - a) T_out + g p_idle
     x = dc["ua_mw_per_k"] * dt / dc["c_mwh_per_k"]
     a, g = np.exp(-x), -np.expm1(-x) / dc["ua_mw_per_k"]
     slope = (dc["p_peak_mw"] - dc["p_idle_mw"]) / cap  # MW of IT power per GPU-h a step
@@ -132,8 +135,9 @@ def episode_oracle(env, params, start: int) -> Plan:
     cop = np.maximum(dc["cop_ref"] - dc["cop_slope"] * (t_out - dc["t_ref"]), dc["cop_min"])
 
     # -- battery: soc after step t; c <= p_max b, d <= p_max (1 - b)
-    bound("c", 0.0, bat["p_max_mw"]), bound("d", 0.0, bat["p_max_mw"])
-    bound("soc", bat["soc_min"], bat["soc_max"]), bound("b", 0.0, 1.0)
+    for name, low, high in (("c", 0.0, bat["p_max_mw"]), ("d", 0.0, bat["p_max_mw"]),
+                            ("soc", bat["soc_min"], bat["soc_max"]), ("b", 0.0, 1.0)):  # fmt: skip
+        bound(name, low, high)
     # losses pay only at a negative price (or free throughput): binaries only then
     integrality[idx["b"]] = float(price.min() < 0 or bat["degradation_cost"] <= 0)
     e_c = bat["eta_charge"] * dt / bat["capacity_mwh"]
@@ -146,7 +150,8 @@ def episode_oracle(env, params, start: int) -> Plan:
     constrain([(idx["d"], 1.0), (idx["b"], bat["p_max_mw"])], -np.inf, bat["p_max_mw"])
 
     # -- diesel: p_min u <= p <= p_max u; start-up, ramps
-    bound("p", 0.0, dg["p_max_mw"]), bound("u", 0.0, 1.0), bound("z", 0.0, 1.0)
+    for name, high in (("p", dg["p_max_mw"]), ("u", 1.0), ("z", 1.0)):
+        bound(name, 0.0, high)
     integrality[idx["u"]] = integrality[idx["z"]] = 1
     constrain([(idx["p"], 1.0), (idx["u"], -dg["p_min_mw"])], 0.0, np.inf)
     constrain([(idx["p"], 1.0), (idx["u"], -dg["p_max_mw"])], -np.inf, 0.0)
