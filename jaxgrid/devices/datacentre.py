@@ -157,9 +157,7 @@ def datacentre_step(
 
     ahead = state.ahead_gpu_h + served - newly_due_gpu_h
     return DataCentreStep(
-        state=DataCentreState(
-            backlog_gpu_h=backlog - served, ahead_gpu_h=ahead, t_hall=t_next
-        ),
+        state=DataCentreState(backlog_gpu_h=backlog - served, ahead_gpu_h=ahead, t_hall=t_next),
         served_gpu_h=served,
         utilisation=utilisation,
         p_it_mw=p_it,

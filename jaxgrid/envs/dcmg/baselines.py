@@ -7,10 +7,14 @@ the sizes of the devices from ``params``.
   the solar hours, keep the battery for the evening, and call the diesel when the grid
   import hits its cap. PowerZooJax forces urgent jobs to run; here the fluid queue has no
   jobs, so outside the solar window the rule serves each class at the rate that clears its
-  backlog within its deadline. Fixed cooling setpoint (24 °C).
+  backlog within half its deadline (full speed when work is late). Fixed cooling setpoint
+  (24 °C).
 - :func:`greedy`: serve all work at once, cool as little as allowed (highest setpoint),
   use the battery for self-consumption (charge from PV surplus, discharge to cover the
   load) and the diesel only above the import cap.
+
+Both run the diesel for what the last step would have imported above the cap without it,
+so they react a step late.
 """
 
 from __future__ import annotations
@@ -48,10 +52,10 @@ def _battery(obs, at, params, p_mw):
 
 
 def _diesel_for_cap(obs, at, params):
-    """Ask the diesel for the last step's import above the cap (off when there is none)."""
-    excess = obs[0, at["p_grid"]] - params.import_cap_mw
-    running = obs[0, at["p_diesel"]] + jnp.maximum(excess, 0.0)
-    return jnp.where(excess > 0, running / params.diesel.p_max_mw, -1.0)
+    """Ask the diesel for what the last step would have imported above the cap without it
+    (off when that is nothing), so a running unit stays on while it is needed."""
+    need = obs[0, at["p_grid"]] + obs[0, at["p_diesel"]] - params.import_cap_mw
+    return jnp.where(need > 0, need / params.diesel.p_max_mw, -1.0)
 
 
 def rule_based(env, params, setpoint_c: float = 24.0):
