@@ -39,6 +39,8 @@ import numpy as np
 
 from jaxgrid.data.profiles import Profiles
 from jaxgrid.devices.battery import BatteryParams
+from jaxgrid.devices.datacentre import DataCentreParams
+from jaxgrid.devices.diesel import DieselParams
 from jaxgrid.devices.ev import EVParams
 from jaxgrid.devices.flexload import FlexLoadParams
 from jaxgrid.grid.distflow import MAX_ITERATIONS as MAX_DISTFLOW_ITERATIONS
@@ -370,6 +372,33 @@ declare(
     Range("target_soc", ge=0, le=1),
     Ordered("battery.soc_min", "target_soc"),
     Ordered("target_soc", "battery.soc_max"),
+)
+declare(
+    DataCentreParams,
+    Range("n_gpus", gt=0, unit="GPUs"),
+    Range("p_idle_mw", ge=0, unit="MW"),
+    Ordered("p_idle_mw", "p_peak_mw", unit="MW"),
+    Range("deadline_steps", ge=1, unit="steps"),
+    Range("c_mwh_per_k", gt=0, unit="MWh/K"),
+    Range("ua_mw_per_k", gt=0, unit="MW/K"),
+    Range("q_max_mw", ge=0, unit="MW"),
+    Ordered("t_set_min", "t_set_max", unit="°C"),
+    Range("cop_ref", gt=0),
+    Range("cop_slope", ge=0, unit="1/K"),
+    Range("cop_min", gt=0),
+)
+declare(
+    DieselParams,
+    Range("p_max_mw", gt=0, unit="MW"),
+    Range("p_min_mw", gt=0, unit="MW"),
+    Ordered("p_min_mw", "p_max_mw", unit="MW"),
+    Range("ramp_mw_per_h", gt=0, unit="MW/h"),
+    Range("start_steps", ge=0, unit="steps"),
+    Range("start_cost", ge=0, unit="currency"),
+    Range("fuel_noload_l_per_mwh", ge=0, unit="L/h per MW"),
+    Range("fuel_l_per_mwh", ge=0, unit="L/MWh"),
+    Range("fuel_price", ge=0, unit="currency/L"),
+    Range("emission_t_per_l", ge=0, unit="t/L"),
 )
 declare(
     FlexLoadParams,

@@ -5,10 +5,19 @@
   overnight charging sessions sampled for a fleet;
 - :mod:`.renewable`: PV and wind inverters (curtailment, reactive power);
 - :mod:`.flexload`: curtailment and deferral within a window;
-- :mod:`.prosumer`: the EthicalSmartGrid building.
+- :mod:`.prosumer`: the EthicalSmartGrid building;
+- :mod:`.datacentre`: an AI data centre (GPU work queue, IT power, hall cooling);
+- :mod:`.diesel`: a diesel generator (start-up, minimum load, ramps, fuel curve).
 """
 
 from jaxgrid.devices.battery import BatteryParams, BatteryStep, battery_step, power_limits
+from jaxgrid.devices.datacentre import (
+    DataCentreParams,
+    DataCentreState,
+    DataCentreStep,
+    datacentre_step,
+)
+from jaxgrid.devices.diesel import DieselParams, DieselState, DieselStep, diesel_off, diesel_step
 from jaxgrid.devices.ev import (
     EVParams,
     EVStep,
@@ -31,6 +40,12 @@ __all__ = [
     "S_MAX_RATIO",
     "BatteryParams",
     "BatteryStep",
+    "DataCentreParams",
+    "DataCentreState",
+    "DataCentreStep",
+    "DieselParams",
+    "DieselState",
+    "DieselStep",
     "EVParams",
     "EVStep",
     "FlexLoadParams",
@@ -38,6 +53,9 @@ __all__ = [
     "Injection",
     "battery_step",
     "connected",
+    "datacentre_step",
+    "diesel_off",
+    "diesel_step",
     "ev_step",
     "flexload_step",
     "inverter_output",

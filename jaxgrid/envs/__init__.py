@@ -2,6 +2,7 @@
 
 from jaxgrid.envs import (
     arbitrage,
+    dcmg,
     ders,
     dso,
     evfleet,
@@ -15,6 +16,7 @@ from jaxgrid.envs import (
 
 __all__ = [
     "arbitrage",
+    "dcmg",
     "ders",
     "dso",
     "evfleet",

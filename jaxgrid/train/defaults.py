@@ -27,6 +27,11 @@ DEFAULTS: dict[tuple[str, str], dict] = {
             hidden=(64, 64),
         ),
     ),
+    # a day of 288 five-minute steps that terminates: long rollouts over fewer
+    # environments, a near-undiscounted return (work shifted hours ahead must pay off)
+    ("dcmg-v0", "ppo"): dict(
+        ppo=dict(total_steps=2_000_000, num_envs=64, num_steps=96, gamma=0.995, hidden=(128, 128)),
+    ),
     # MAPDN's bowl barrier and a lighter reactive-power weight: under the l1 barrier with
     # q weight 0.1, doing nothing scores best and IPPO learns to do nothing; 0.025 sits at
     # droop's controllable ratio with less reactive power (0.02 and 0.03 fall either side)
