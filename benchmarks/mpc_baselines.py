@@ -44,7 +44,7 @@ def main() -> None:
         objectives = result["objectives"]
         print(
             f"| {name} | {result['metrics']['controllable']:.3f} | "
-            f"{-objectives['reactive_power']:.1f} | {objectives['voltage']:.3f} |"
+            f"{0.0 - objectives['reactive_power']:.1f} | {objectives['voltage']:.3f} |"
         )
 
 

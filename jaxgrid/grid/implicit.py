@@ -3,12 +3,12 @@
 A solver that runs a fixed number of iterations to the root ``z*`` of ``F(z, theta) = 0``
 (the DistFlow sweep's fixed point, the Newton residuals) is differentiated at that root:
 ``dz*/dtheta = -(dF/dz)^{-1} dF/dtheta`` (forward) and its transpose (reverse), through
-:func:`jax.lax.custom_root`. Backpropagating through the iterations instead costs memory
+``jax.lax.custom_root``. Backpropagating through the iterations instead costs memory
 and time per iteration and gives the derivative of the truncated iteration, which moves
 with the iteration count; at a converged solution the implicit derivative is that of the
 solution itself and does not.
 
-The linear solves are dense (:func:`jnp.linalg.solve` on the Jacobian of ``F`` in ``z``,
+The linear solves are dense (``jnp.linalg.solve`` on the Jacobian of ``F`` in ``z``,
 built by forward mode): the unknowns number a few per bus (99 for case33bw's sweep, 4 per
 branch slot for Newton), so the Jacobian is small, and ``lineax``/``optimistix`` are not
 among the package's dependencies for one dense solve.
@@ -27,8 +27,8 @@ from jaxgrid.types import PyTree
 
 def dense_tangent_solve(linear: Callable, rhs: PyTree) -> PyTree:
     """``x`` with ``linear(x) = rhs`` for a linear map on pytrees, by a dense LU solve of
-    its matrix (a ``tangent_solve`` for :func:`jax.lax.custom_root`; reverse mode
-    transposes :func:`jnp.linalg.solve` in ``rhs``)."""
+    its matrix (a ``tangent_solve`` for ``jax.lax.custom_root``; reverse mode
+    transposes ``jnp.linalg.solve`` in ``rhs``)."""
     flat, unravel = ravel_pytree(rhs)
     matrix = jax.jacfwd(lambda x: ravel_pytree(linear(unravel(x)))[0])(jnp.zeros_like(flat))
     return unravel(jnp.linalg.solve(matrix, flat))
