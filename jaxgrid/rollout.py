@@ -31,15 +31,22 @@ class Controller(Protocol):
         """``(action, memory)`` for the step from ``state``."""
 
 
+def is_controller(policy) -> bool:
+    """Whether ``policy`` is a :class:`Controller` (reads the state) rather than
+    ``policy(key, obs)``. Wrappers leave controllers out of their baselines: a controller
+    plans on the wrapped environment's own state, params and reward."""
+    return bool(getattr(policy, "reads_state", False))
+
+
 def start_memory(policy, state: PyTree) -> PyTree:
     """The memory :func:`act` threads for ``policy``: a controller's ``init(state)``, else ``()``."""
-    return policy.init(state) if getattr(policy, "reads_state", False) else ()
+    return policy.init(state) if is_controller(policy) else ()
 
 
 def act(policy, key: PRNGKey, obs: PyTree, state: PyTree, memory: PyTree):
     """``(action, memory)``: a :class:`Controller` sees the state and its memory, a plain
     ``policy(key, obs)`` only the observation (its memory stays ``()``)."""
-    if getattr(policy, "reads_state", False):
+    if is_controller(policy):
         return policy.act(key, obs, state, memory)
     return policy(key, obs), memory
 

@@ -74,3 +74,15 @@ def test_bad_config_is_refused():
     env, params = jaxgrid.make("arbitrage-v0")
     with pytest.raises(ValueError, match="horizon"):
         mpc_controller(env, params, MPCConfig(horizon=0))
+
+
+def test_wrappers_leave_the_controller_out():
+    # a controller plans on the inner environment's state, params and reward
+    from jaxgrid.wrappers import Forecast, LogWrapper
+
+    env, params = jaxgrid.make("arbitrage-v0")
+    assert "mpc" in env.baselines(params)
+    logged = LogWrapper(env)
+    assert "mpc" not in logged.baselines(params) and "threshold" in logged.baselines(params)
+    forecast = Forecast(env, horizon_steps=4)
+    assert "mpc" not in forecast.baselines(forecast.default_params())
