@@ -48,8 +48,15 @@ def _demo(args) -> int:
         "action_clipped",
         "action_nonfinite",
     }
+    baselines = env.baselines(params)
+    unknown = [n for n in args.policy or () if n not in baselines]
+    if unknown:
+        raise UserError(f"--policy: no baseline {unknown[0]!r}; {env.name} has {list(baselines)}")
+    # controllers (MPC) optimise at every step: minutes at --envs 256, so only when named
+    skipped = [n for n, p in baselines.items() if getattr(p, "reads_state", False)]
+    chosen = args.policy or [n for n in baselines if n not in skipped]
     header = None
-    for name, policy in env.baselines(params).items():
+    for name, policy in ((n, baselines[n]) for n in chosen):
         run = jax.jit(
             jax.vmap(lambda k, policy=policy: jaxgrid.rollout(env, params, policy, k, steps))
         )
@@ -85,6 +92,8 @@ def _demo(args) -> int:
             print("|" + "|".join("---" for _ in header) + "|")
         cells = [row[h] if isinstance(row[h], str) else f"{row[h]:.4g}" for h in header]
         print("| " + " | ".join(cells) + " |")
+    if skipped and not args.policy:
+        print(f"\nnot run (model-predictive controllers, slow): {skipped}; name them with --policy")
     if "controllable" in header:
         print("\ncontrollable = share of steps with every bus voltage in [0.95, 1.05] pu (CR)")
     if "power_flow_failed" in header:
@@ -399,6 +408,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     demo.add_argument("--episodes", type=_at_least(1), default=1, help="episodes per environment")
     demo.add_argument("--seed", type=int, default=0, help="PRNG seed")
+    demo.add_argument(
+        "--policy",
+        action="append",
+        help="run only this baseline (repeatable); default: every baseline but the "
+        "model-predictive controllers",
+    )
     train = command("train", "train PPO, IPPO, SAC or ISAC, checkpoint, evaluate, plot", _train)
     train.add_argument("--env", type=_env_name, help="registered environment name")
     train.add_argument(

@@ -189,7 +189,9 @@ class Environment(abc.ABC, Generic[TState, TParams]):
 
     def baselines(self, params: TParams) -> dict[str, Any]:
         """Reference policies ``policy(key, obs) -> action`` by name; ``random`` for every env
-        (uniform over the actions the observation's ``action_mask`` allows, where it has one)."""
+        (uniform over the actions the observation's ``action_mask`` allows, where it has one).
+        A baseline that needs the state (model-predictive control) is a
+        :class:`~jaxgrid.rollout.Controller` instead."""
         space = self.action_space(params)
 
         def random(key, obs):

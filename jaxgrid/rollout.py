@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 import jax
 
@@ -11,6 +11,44 @@ from jaxgrid.env import Environment
 from jaxgrid.types import PRNGKey, PyTree
 
 Policy = Callable[[PRNGKey, PyTree], PyTree]  # policy(key, obs) -> action
+
+
+@runtime_checkable
+class Controller(Protocol):
+    """A reference policy that reads the environment's state and carries a memory from
+    step to step (a model-predictive controller's plan), where ``policy(key, obs)`` cannot:
+    a controller on the environment's own model needs the state the model steps from,
+    which an observation does not hold (an episode's profile row, for one). Marked by
+    ``reads_state = True``; :func:`act` calls either kind, so rollouts and evaluations take
+    both. Its memory goes on across an auto-reset (a plan is a warm start, not a fact)."""
+
+    reads_state: bool
+
+    def init(self, state: PyTree) -> PyTree:
+        """The memory at the start, from the first state."""
+
+    def act(self, key: PRNGKey, obs: PyTree, state: PyTree, memory: PyTree):
+        """``(action, memory)`` for the step from ``state``."""
+
+
+def is_controller(policy) -> bool:
+    """Whether ``policy`` is a :class:`Controller` (reads the state) rather than
+    ``policy(key, obs)``. Wrappers leave controllers out of their baselines: a controller
+    plans on the wrapped environment's own state, params and reward."""
+    return bool(getattr(policy, "reads_state", False))
+
+
+def start_memory(policy, state: PyTree) -> PyTree:
+    """The memory :func:`act` threads for ``policy``: a controller's ``init(state)``, else ``()``."""
+    return policy.init(state) if is_controller(policy) else ()
+
+
+def act(policy, key: PRNGKey, obs: PyTree, state: PyTree, memory: PyTree):
+    """``(action, memory)``: a :class:`Controller` sees the state and its memory, a plain
+    ``policy(key, obs)`` only the observation (its memory stays ``()``)."""
+    if is_controller(policy):
+        return policy.act(key, obs, state, memory)
+    return policy(key, obs), memory
 
 
 class Trajectory(NamedTuple):
@@ -33,6 +71,7 @@ def rollout(
     with_states: bool = False,
 ) -> Trajectory | tuple[Trajectory, PyTree]:
     """Run ``num_steps`` auto-resetting steps from a reset; jittable and vmappable over keys.
+    ``policy`` is ``policy(key, obs) -> action`` or a :class:`Controller`.
 
     ``trajectory.obs[t]`` is the observation the action ``trajectory.action[t]`` answered.
     With ``with_states``, also the state each step reached, stacked, e.g. to draw them:
@@ -44,18 +83,19 @@ def rollout(
     obs, state = env.reset(k_reset, params)
 
     def body(carry, key):
-        obs, state = carry
+        obs, state, memory = carry
         k_act, k_step = jax.random.split(key)
-        action = policy(k_act, obs)
+        action, memory = act(policy, k_act, obs, state, memory)
         next_obs, next_state, reward, terminated, truncated, info = env.step(
             k_step, state, action, params
         )
         step = Trajectory(obs, action, reward, terminated, truncated, info)
         if not with_states:
-            return (next_obs, next_state), step
+            return (next_obs, next_state, memory), step
         # the state before the auto-reset: step_env with the key env.step gives it
         reached = env.step_env(jax.random.split(k_step)[0], state, action, params)[1]
-        return (next_obs, next_state), (step, reached)
+        return (next_obs, next_state, memory), (step, reached)
 
-    _, out = jax.lax.scan(body, (obs, state), jax.random.split(k_run, num_steps))
+    carry = (obs, state, start_memory(policy, state))
+    _, out = jax.lax.scan(body, carry, jax.random.split(k_run, num_steps))
     return out

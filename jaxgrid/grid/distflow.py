@@ -10,7 +10,9 @@ This module iterates these equations in matrix form for a fixed number of sweeps
 starting from LinDistFlow: subtree sums are products
 with the path matrix, so every feeder in a batch does the same work and the solve
 jits, vmaps and differentiates. At convergence it matches the AC power flow of a radial
-feeder to solver precision. The last sweep's largest change is ``mismatch_pu``; a solve
+feeder to solver precision. Derivatives are those of the solution (the sweep's fixed
+point, by the implicit function theorem: :mod:`jaxgrid.grid.implicit`), not of the
+unrolled sweeps. The last sweep's largest change is ``mismatch_pu``; a solve
 that has not converged, or whose loading has no solution (voltage collapse), is
 reported with ``converged=False`` and finite numbers, never silently.
 """
@@ -21,6 +23,7 @@ import jax
 import jax.numpy as jnp
 
 from jaxgrid.grid.feeder import Feeder
+from jaxgrid.grid.implicit import implicit_root
 from jaxgrid.grid.injections import bus_injections, demand_at
 from jaxgrid.grid.lindistflow import V_FLOOR
 from jaxgrid.grid.result import PowerFlowResult
@@ -89,7 +92,12 @@ def distflow(
 
     v_start = jnp.full(feeder.n_bus, v0, dtype)
     init = sweep(v_start, jnp.zeros(feeder.n_branch, dtype))
-    old = jax.lax.fori_loop(0, int(iterations) - 1, body, init, unroll=True)
+    # the sweeps as they are; derivatives at their fixed point (implicit function theorem)
+    old = implicit_root(
+        lambda z: jax.tree_util.tree_map(jnp.subtract, body(None, z), z),
+        jax.lax.stop_gradient(init),
+        lambda z: jax.lax.fori_loop(0, int(iterations) - 1, body, z, unroll=True),
+    )
     p_branch, q_branch, v = body(None, old)
     change = jnp.maximum(
         jnp.max(jnp.abs(v - old[2])),

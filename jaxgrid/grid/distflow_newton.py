@@ -36,6 +36,9 @@ of the equations (pu) is above ``tol``, a squared voltage is below
 branch of the PV curve (a subtree's 2x2 pivot is not positive: the Jacobian's
 determinant changes sign at the nose). A loading with no solution (voltage collapse) is
 ``converged=False`` with finite numbers: an iterate that is not finite is never taken.
+
+**Derivatives** are those of the solution, by the implicit function theorem on the
+equations above (:mod:`jaxgrid.grid.implicit`), not of the unrolled iterations.
 """
 
 from __future__ import annotations
@@ -45,6 +48,7 @@ import jax.numpy as jnp
 
 from jaxgrid.grid.distflow import MAX_ITERATIONS
 from jaxgrid.grid.feeder import Feeder
+from jaxgrid.grid.implicit import implicit_root
 from jaxgrid.grid.injections import bus_injections, demand_at
 from jaxgrid.grid.lindistflow import V_FLOOR
 from jaxgrid.grid.result import PowerFlowResult
@@ -203,8 +207,22 @@ def distflow_newton(
     v_start = by_level(v_bus[jnp.asarray(feeder.branch_to)], 1.0)
     P, Q = by_level(p_branch), by_level(q_branch)
     ell = jnp.where(real, (P**2 + Q**2) / jnp.maximum(upstream_voltage(v_start), V_FLOOR), 0.0)
-    init = (P, Q, ell, v_start, jnp.ones((), bool))
-    (P, Q, ell, v_to, stable), _ = jax.lax.scan(newton, init, None, length=int(iterations))
+
+    def iterate(unknowns):
+        """The Newton iterations as they are: ``(unknowns, stable)``."""
+        init = (*unknowns, jnp.ones((), bool))
+        (*unknowns, stable), _ = jax.lax.scan(newton, init, None, length=int(iterations))
+        return tuple(unknowns), stable.astype(dtype)  # custom_root's aux must be float
+
+    def root(unknowns):
+        """The equations, with the identity on padding slots (which stay put)."""
+        return tuple(jnp.where(real, f, u) for f, u in zip(residuals(*unknowns)[:4], unknowns))
+
+    # derivatives at the solution (implicit function theorem), not through the iterations
+    (P, Q, ell, v_to), stable = implicit_root(
+        root, jax.lax.stop_gradient((P, Q, ell, v_start)), iterate, has_aux=True
+    )
+    stable = stable > 0.5
 
     f_p, f_q, f_v, f_l, _ = residuals(P, Q, ell, v_to)
     per_unit = jnp.stack([f_p / base, f_q / base, f_v, f_l / base**2])

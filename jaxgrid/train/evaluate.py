@@ -28,6 +28,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxgrid.env import Environment
+from jaxgrid.rollout import act, start_memory
 
 NOT_METRICS = {"final_observation", "action_clipped", "action_nonfinite", "abort_reason"}
 FAILED = "power_flow_failed"  # a metric over all steps; the others over the solved ones
@@ -54,10 +55,11 @@ def episode_totals(policy: Callable, env: Environment, params: Any, k_reset, k_r
     obs, state = env.reset(k_reset, params)
 
     def body(carry, key):
-        obs, state, alive = carry
+        obs, state, alive, memory = carry
         k_act, k_step = jax.random.split(key)
+        action, memory = act(policy, k_act, obs, state, memory)
         obs, state, reward, terminated, truncated, info = env.step_env(
-            k_step, state, policy(k_act, obs), params
+            k_step, state, action, params
         )
         live = alive.astype(reward.dtype)
         failed = jnp.asarray(info.get("power_flow_failed", False), reward.dtype)
@@ -77,10 +79,11 @@ def episode_totals(policy: Callable, env: Environment, params: Any, k_reset, k_r
             "metrics": scalars,
         }
         out = jax.tree_util.tree_map(lambda x: x * live, out)
-        return (obs, state, alive & ~(terminated | truncated)), out
+        return (obs, state, alive & ~(terminated | truncated), memory), out
 
     run_keys = jax.random.split(k_run, env.horizon)
-    _, per_step = jax.lax.scan(body, (obs, state, jnp.array(True)), run_keys)
+    carry = (obs, state, jnp.array(True), start_memory(policy, state))
+    _, per_step = jax.lax.scan(body, carry, run_keys)
     return jax.tree_util.tree_map(lambda x: jnp.sum(x, axis=0), per_step)
 
 
@@ -119,7 +122,8 @@ def evaluate(
     episodes: int = 32,
     test_days: bool = True,
 ) -> dict:
-    """Mean results of ``policy(key, obs) -> action`` over ``episodes`` episodes."""
+    """Mean results of ``policy(key, obs) -> action`` (or a
+    :class:`~jaxgrid.rollout.Controller`) over ``episodes`` episodes."""
     params = held_out(params) if test_days else params
     run = jax.jit(lambda key: batch_totals(policy, env, params, key, episodes))
     return summarise(run(key), env)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 
 from jaxgrid import spaces
+from jaxgrid.rollout import is_controller
 from jaxgrid.wrappers.base import Wrapper
 
 
@@ -61,6 +62,7 @@ class AugmentedObservation(Wrapper):
         return {
             name: (lambda key, obs, policy=policy: policy(key, obs[:, :dim]))
             for name, policy in self.env.baselines(params.env).items()
+            if not is_controller(policy)  # it plans on the inner state and params
         }
 
     def transition(self, key, state, action, params):  # subclasses override step_env

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from jaxgrid.env import Environment
+from jaxgrid.rollout import is_controller
 
 
 class Wrapper(Environment):
@@ -72,7 +73,9 @@ class Wrapper(Environment):
         return self.env.with_scalarisation(params, scalarisation)
 
     def baselines(self, params):
-        return self.env.baselines(params)
+        """The wrapped environment's baselines, less its controllers (which plan on its
+        own state and reward, not the wrapper's)."""
+        return {n: p for n, p in self.env.baselines(params).items() if not is_controller(p)}
 
     def abort_values(self, state, params):
         return self.env.abort_values(state, params)

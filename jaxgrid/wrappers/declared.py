@@ -31,6 +31,7 @@ import numpy as np
 
 from jaxgrid import spaces
 from jaxgrid.env import Environment, Transition
+from jaxgrid.rollout import is_controller
 from jaxgrid.wrappers.base import Wrapper
 
 
@@ -127,7 +128,7 @@ class DeclaredSpaces(Wrapper):
         out = {"random": lambda key, obs: space.sample(key)}
         if self._see is not None:
             return out
-        inner = self.env.baselines(params)
+        inner = {n: p for n, p in self.env.baselines(params).items() if not is_controller(p)}
         if self._act is None:
             return {**inner, **out}
         to_agent = self._act.to_agent

@@ -20,6 +20,7 @@ import numpy as np
 
 from jaxgrid import spaces
 from jaxgrid.env import Environment, Transition
+from jaxgrid.rollout import is_controller
 from jaxgrid.wrappers.base import Wrapper
 
 
@@ -172,6 +173,10 @@ class GroupAgents(Wrapper):
             return act
 
         return {
-            **{name: grouped(p) for name, p in self.env.baselines(params).items()},
+            **{
+                name: grouped(p)
+                for name, p in self.env.baselines(params).items()
+                if not is_controller(p)
+            },
             "random": lambda key, obs: space.sample(key),
         }

@@ -45,7 +45,7 @@ def test_the_mix_has_every_kind_of_solve():
 def test_batched_as_solve_by_solve():
     feeder = case33bw()
     p, q = loads(feeder)
-    reference = jax.vmap(lambda a, b: expected(feeder, a, b))(p, q)
+    reference = jax.jit(jax.vmap(lambda a, b: expected(feeder, a, b)))(p, q)
     assert_same(
         jax.jit(jax.vmap(lambda a, b: distflow_with_fallback(feeder, a, b)))(p, q), reference
     )
@@ -60,7 +60,7 @@ def test_batched_as_solve_by_solve():
 def test_nested_and_feeder_batches():
     feeder = case33bw()
     p, q = loads(feeder)
-    reference = jax.vmap(lambda a, b: expected(feeder, a, b))(p, q)
+    reference = jax.jit(jax.vmap(lambda a, b: expected(feeder, a, b)))(p, q)
     # a batch of feeders (the params axis of a scenario sweep) with one load each
     feeders = jax.tree_util.tree_map(lambda a: jnp.stack([jnp.asarray(a)] * len(LOADS)), feeder)
     assert_same(jax.jit(jax.vmap(distflow_with_fallback))(feeders, p, q), reference)

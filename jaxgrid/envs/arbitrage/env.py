@@ -43,6 +43,8 @@ from jaxgrid.rewards.scalarise import WEIGHTED_SUM, Scalarisation
 from jaxgrid.types import Array, float_dtype
 
 PRICE_SCALE = 100.0  # observed prices are divided by this
+# the "mpc" baseline plans the whole day ahead (a shrinking horizon): Adam on the plan
+MPC_ITERATIONS, MPC_LEARNING_RATE, MPC_COST_WEIGHT = 100, 0.1, 3.0
 
 
 @struct.dataclass
@@ -118,8 +120,19 @@ class Arbitrage(Environment):
         return jax.vmap(lambda row: self.prices(row, params, 1))(rows)
 
     def baselines(self, params: ArbitrageParams) -> dict:
-        """Random, idle (no control) and a price-threshold heuristic."""
-        return {**super().baselines(params), "idle": idle, "threshold": price_threshold()}
+        """Random, idle (no control), a price-threshold heuristic and ``mpc``: receding-horizon
+        MPC with perfect foresight over the rest of the day on this environment's own model
+        (:mod:`jaxgrid.control.mpc`, a controller that reads the state)."""
+        from jaxgrid.control.mpc import MPCConfig, mpc_controller  # control sits above envs
+
+        config = MPCConfig(self.horizon, MPC_ITERATIONS, MPC_LEARNING_RATE, MPC_COST_WEIGHT)
+
+        return {
+            **super().baselines(params),
+            "idle": idle,
+            "threshold": price_threshold(),
+            "mpc": mpc_controller(self, params, config),
+        }
 
     def oracle_return(self, params: ArbitrageParams, state: ArbitrageState) -> float:
         """The perfect-foresight optimum of the episode from ``state`` (an unbatched reset state),

@@ -238,7 +238,7 @@ class DSO(Environment):
         # the flexible buses draw the dispatched demand; reactive load follows at its power factor
         ratio = jnp.where(demand > 0, flex.p_mw / jnp.where(demand > 0, demand, 1.0), 1.0)
         p = p.at[bus].set(flex.p_mw)
-        q = q.at[bus].multiply(ratio)
+        q = q.at[bus].set(q[bus] * ratio)  # not .multiply: JAX has no gradient of that
         solved = self.power_flow(p, q, params)
         flow = hold_failed(solved, state.vm_pu)
         violation = voltage_violation_pu(flow.vm_pu, params.v_lower, params.v_upper)

@@ -58,6 +58,9 @@ from jaxgrid.grid.solvers import hold_failed, solve_feeder
 from jaxgrid.rewards.voltage_barrier import voltage_barrier
 from jaxgrid.types import float_dtype
 
+# the "mpc" baseline's Adam iterations, step size and cost weight (reward per pu outside the band)
+MPC_SETTINGS = (50, 0.2, 3.0)
+
 
 class VoltageControl(Environment):
     """MAPDN-style active voltage control (see the module docstring)."""
@@ -195,11 +198,17 @@ class VoltageControl(Environment):
         )
 
     def baselines(self, params: VoltageParams) -> dict:
-        """Random actions, no control, and local volt-var droop."""
+        """Random actions, no control, local volt-var droop and ``mpc``: each step's reactive
+        power optimised on this environment's own model (:mod:`jaxgrid.control.mpc`, a
+        controller that reads the state). A step's reward depends only on its own action
+        (no storage), so a one-step horizon is the whole problem."""
+        from jaxgrid.control.mpc import MPCConfig, mpc_controller  # control sits above envs
+
         return {
             **super().baselines(params),
             "no_control": no_control,
             "droop": volt_var_droop(params),
+            "mpc": mpc_controller(self, params, MPCConfig(1, *MPC_SETTINGS)),
         }
 
     def abort_values(self, state, params):
