@@ -104,6 +104,13 @@ def test_observation_holds_the_bus_phases_and_own_inverter(made):
     assert obs[k, names.index("p_pv_kw")] > 0  # noon
 
 
+def test_render_draws_the_observation_of_a_three_phase_feeder(made):
+    env, params = made
+    _, state = env.reset(KEY, params)
+    image = env.render(state, params)
+    assert image.dtype == np.uint8 and image.ndim == 3 and image.shape[2] == 3
+
+
 def high_pv_day(params):
     """The training day with the most PV energy."""
     pv = np.asarray(params.profiles.pv)[:, 0].reshape(-1, 96).sum(axis=1)
