@@ -12,6 +12,7 @@ from jaxgrid.envs import (
     smartgrid,
     tso,
     voltage,
+    voltage3,
 )
 
 __all__ = [
@@ -26,4 +27,5 @@ __all__ = [
     "smartgrid",
     "tso",
     "voltage",
+    "voltage3",
 ]

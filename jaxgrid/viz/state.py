@@ -75,7 +75,9 @@ def state_figure(env, state, params, step: int | None = None):
     if step is None and hasattr(state, "time"):
         step = int(np.asarray(state.time))
     when = "" if step is None else f", step {step}"
-    if feeder is not None and vm_pu is not None:
+    # a radial single-phase feeder is drawn as its tree; a three-phase one (no
+    # ``parent``: a node-based Feeder3) falls back to the observation picture
+    if feeder is not None and vm_pu is not None and hasattr(feeder, "parent"):
         width = max(9.0, 3.0 + 0.25 * (tree_layout(np.asarray(feeder.parent))[0].max() + 1))
         fig = Figure(figsize=(width, 5.5), dpi=90)
         ax = fig.subplots()

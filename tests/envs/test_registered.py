@@ -23,13 +23,16 @@ FULL = os.environ.get("JAXGRID_VALIDATE") == "full"
 # programs take minutes to compile, so the default suite checks the case14 variants
 # (the same code) and JAXGRID_VALIDATE=full the case118 ones too; so too opf118-v0 (an
 # AC power flow of 118 buses a step, about 20 s at the smaller sizes; opf14-v0 is the same
-# code); and evfleet33-v0 (64 agents over a DistFlow feeder: about 2 minutes at the
-# defaults here, mostly compiling, where two episodes in four environments see the same)
+# code); evfleet33-v0 (64 agents over a DistFlow feeder: about 2 minutes at the defaults
+# here, mostly compiling, where two episodes in four environments see the same); and
+# voltage13-v0 (a 41-node unbalanced power flow, 40 fixed-point iterations on a complex
+# LU, a step: its defaults take about 8 minutes here, the smaller sizes 70 s)
 SMALLER = {"num_steps": 96, "num_envs": 4}
+SLOW = ("tso", "opf118", "gencos", "evfleet", "voltage13")
 CHECKED = [n for n in jaxgrid.list_envs() if FULL or not n.startswith(("tso118", "opf118"))]
 
 
 @pytest.mark.parametrize("name", CHECKED)
 def test_check_env_with_its_defaults(name):
     env, params = jaxgrid.make(name)
-    check_env(env, params, **(SMALLER if name.startswith(("tso", "opf118", "gencos", "evfleet")) else {}))
+    check_env(env, params, **(SMALLER if name.startswith(SLOW) else {}))

@@ -1,0 +1,73 @@
+"""State and params of the three-phase voltage control environments."""
+
+from __future__ import annotations
+
+from flax import struct
+
+from jaxgrid.data.profiles import Profiles
+from jaxgrid.grid.three_phase import Feeder3
+from jaxgrid.rewards.scalarise import Scalarisation
+from jaxgrid.types import Array
+
+
+@struct.dataclass
+class Voltage3State:
+    """Attributes:
+    time: ``()`` int32 steps since the episode started.
+    start: ``()`` int32 profile row of the episode's first step.
+    vm_pu: ``(n_node,)`` line-to-neutral voltage of every node of the last power flow, pu.
+    q_kvar: ``(n_pv,)`` reactive power each inverter gave in the last step (all its
+        phases together), kvar.
+    """
+
+    time: Array
+    start: Array
+    vm_pu: Array
+    q_kvar: Array
+
+
+@struct.dataclass
+class Voltage3Params:
+    """Everything a scenario may vary.
+
+    Attributes:
+        feeder: the unbalanced feeder (its ``tap_pu`` are the regulators' fixed taps).
+        profiles: load multipliers and PV availability per time step, with the days
+            episodes start on.
+        load_profile: ``(n_lp,)`` int32 column of ``profiles.load`` driving each load phase.
+        load_scale: ``()`` multiplier of every load phase's nominal power.
+        pv_nodes: ``(n_pv, 3)`` int32 node of phase a, b, c of each inverter (0 where
+            ``pv_phases`` is False).
+        pv_phases: ``(n_pv, 3)`` bool phases each inverter is connected to (wye, to ground);
+            its power is shared equally among them.
+        pv_profile: ``(n_pv,)`` int32 column of ``profiles.pv`` of each inverter.
+        pv_p_max_kw: ``(n_pv,)`` installed PV peak of each inverter (all phases), kW.
+        pv_s_max_kva: ``(n_pv,)`` inverter rating (all phases), kVA (1.2 x peak).
+        monitored: ``(n_node,)`` bool nodes whose voltage the objective and the band
+            cost count (the distribution nodes; not the transmission source).
+        v_ref, v_lower, v_upper: ``()`` reference voltage and band, pu.
+        vuf_limit: ``()`` voltage unbalance factor above which the unbalance cost counts
+            (EN 50160: 0.02).
+        barrier: ``()`` int32 voltage barrier (:mod:`jaxgrid.rewards.voltage_barrier`).
+        power_flow_penalty: ``()`` reward lost per agent, on a step whose power flow
+            fails, for that step and each step the episode loses.
+        scalarisation: how the objectives become the reward.
+    """
+
+    feeder: Feeder3
+    profiles: Profiles
+    load_profile: Array
+    load_scale: Array
+    pv_nodes: Array
+    pv_phases: Array
+    pv_profile: Array
+    pv_p_max_kw: Array
+    pv_s_max_kva: Array
+    monitored: Array
+    v_ref: Array
+    v_lower: Array
+    v_upper: Array
+    vuf_limit: Array
+    barrier: Array
+    power_flow_penalty: Array
+    scalarisation: Scalarisation

@@ -1,0 +1,261 @@
+"""voltage13-v0: a step rebuilt by hand, costs, baselines, failure, compilation, params."""
+
+import chex
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxgrid
+from jaxgrid.envs.voltage3 import SCENARIOS, no_control, volt_var_droop3
+from jaxgrid.grid.three_phase import unbalanced_power_flow
+from jaxgrid.validation import ParamsError, validate_params
+
+KEY = jax.random.PRNGKey(0)
+NOON = 48  # step of the day (15-minute steps)
+
+
+@pytest.fixture(scope="module")
+def made():
+    return jaxgrid.make("voltage13-v0")
+
+
+def by_hand_injections(params, row, action):
+    """Node injections (kW, kvar) built from the scenario's bus -> phases table, the
+    profiles and the headroom formula, without the environment's index arrays."""
+    feeder = params.feeder
+    node = {name: i for i, name in enumerate(feeder.node_names)}
+    p_node = np.zeros(feeder.n_node)
+    q_node = np.zeros(feeder.n_node)
+    pv = np.asarray(params.profiles.pv)[row]
+    total_kw = np.asarray(feeder.load_p_w).sum() / 1e3
+    pv_spec = SCENARIOS["voltage13"]["pv"]
+    n_phases = sum(len(p) for p in pv_spec.values())
+    q_total = []
+    for k, (bus, phases) in enumerate(pv_spec.items()):
+        p_max = 4.0 * total_kw * len(phases) / n_phases  # penetration 4 per phase
+        p = p_max * pv[k % pv.shape[0]]
+        q = float(action[k, 0]) * np.sqrt((1.2 * p_max) ** 2 - p**2)
+        q_total.append(q)
+        for ph in phases:
+            at = node[f"{bus}.{'abc'.index(ph) + 1}"]
+            p_node[at] += p / len(phases)
+            q_node[at] += q / len(phases)
+    return p_node, q_node, np.array(q_total)
+
+
+def test_step_solves_the_feeder_with_the_inverter_injections(made):
+    env, params = made
+    _, state = env.reset(KEY, params)
+    state = state.replace(time=jnp.int32(NOON))
+    action = jnp.linspace(-1, 1, env.num_agents)[:, None]
+    _, _, reward, _, _, info = env.step_env(KEY, state, action, params)
+    row = int(state.start) + NOON
+    p_node, q_node, q_pv = by_hand_injections(params, row, np.asarray(action))
+    assert p_node.sum() > 1000  # a sunny noon: megawatts of PV
+    # every fourth load follows the commercial profile (column 1), the rest households
+    feeder = params.feeder
+    load = np.asarray(params.profiles.load)[row]
+    mult = np.where(np.asarray(feeder.load_id) % 4 == 3, load[1], load[0])
+    flow = unbalanced_power_flow(feeder, mult, p_node, q_node)  # 40 iterations, default
+    assert bool(flow.converged)
+    vm = np.asarray(flow.vm_pu)
+    np.testing.assert_allclose(info["vm_pu"], vm, atol=1e-5)
+    np.testing.assert_allclose(info["q_kvar"], q_pv, rtol=1e-5, atol=1e-3)
+    # the source and the substation's secondary are held by the source: not counted
+    watched = np.array([not n.startswith(("sourcebus.", "650.")) for n in feeder.node_names])
+    assert watched.sum() == feeder.n_node - 6
+    rv = np.asarray(info["reward_vector"])
+    np.testing.assert_allclose(rv[:, 0], -np.mean(np.abs(vm[watched] - 1.0)), rtol=1e-4)
+    np.testing.assert_allclose(rv[:, 1], -np.mean(np.abs(q_pv)) / 1e3, rtol=1e-5)
+    np.testing.assert_allclose(reward, rv[:, 0] + 0.1 * rv[:, 1], rtol=1e-5)
+    band = np.maximum(0.95 - vm, 0) + np.maximum(vm - 1.05, 0)
+    unbalance = np.maximum(np.asarray(flow.vuf) - 0.02, 0)
+    thermal = np.maximum(np.asarray(flow.line_loading) - 1.0, 0)
+    costs = np.asarray(info["costs"])
+    np.testing.assert_allclose(costs[:, 0], band[watched].sum(), rtol=1e-3, atol=1e-6)
+    np.testing.assert_allclose(costs[:, 1], unbalance.sum(), rtol=1e-3, atol=1e-6)
+    np.testing.assert_allclose(costs[:, 2], thermal.sum(), rtol=1e-3, atol=1e-6)
+    np.testing.assert_allclose(costs[:, 3], 0.0)
+    assert bool(info["controllable"]) == bool(band[watched].sum() == 0)
+
+
+def test_observation_holds_the_bus_phases_and_own_inverter(made):
+    env, params = made
+    obs, state = env.reset(KEY, params)
+    state = state.replace(time=jnp.int32(NOON))
+    obs = np.asarray(env.observe(state, params))
+    names = env.observation_names(params)
+    assert obs.shape == (env.num_agents, len(names))
+    vm = dict(zip(params.feeder.node_names, np.asarray(state.vm_pu)))
+    # pv_611 is single-phase on c of bus 611, which has phase c only
+    k = env.agents.index("pv_611")
+    np.testing.assert_allclose(obs[k, :3], [0.0, 0.0, vm["611.3"]])
+    np.testing.assert_allclose(obs[k, 3:6], [0, 0, 1])
+    np.testing.assert_allclose(obs[k, -1], vm["611.3"])
+    # pv_646 on phase b of bus 646 (phases b, c): it sees both, its own voltage is b's
+    k = env.agents.index("pv_646")
+    np.testing.assert_allclose(obs[k, :3], [0.0, vm["646.2"], vm["646.3"]])
+    np.testing.assert_allclose(obs[k, -1], vm["646.2"])
+    # pv_675, three-phase: its own voltage is the mean of its phases
+    k = env.agents.index("pv_675")
+    mean = np.mean([vm[f"675.{i}"] for i in (1, 2, 3)])
+    np.testing.assert_allclose(obs[k, -1], mean, rtol=1e-6)
+    assert obs[k, names.index("p_pv_kw")] > 0  # noon
+
+
+def test_render_draws_the_observation_of_a_three_phase_feeder(made):
+    env, params = made
+    _, state = env.reset(KEY, params)
+    image = env.render(state, params)
+    assert image.dtype == np.uint8 and image.ndim == 3 and image.shape[2] == 3
+
+
+def high_pv_day(params):
+    """The training day with the most PV energy."""
+    pv = np.asarray(params.profiles.pv)[:, 0].reshape(-1, 96).sum(axis=1)
+    days = np.asarray(params.profiles.days)
+    return int(days[np.argmax(pv[days])])
+
+
+def episode(env, params, policy, day):
+    _, state = env.reset(KEY, params)
+    state = state.replace(start=jnp.int32(day * env.horizon))
+    obs = env.observe(state, params)
+
+    def body(carry, _):
+        obs, state = carry
+        obs, state, _, _, _, info = env.step_env(KEY, state, policy(KEY, obs), params)
+        return (obs, state), info["costs"][0]
+
+    _, costs = jax.lax.scan(body, (obs, state), None, env.horizon)
+    return np.asarray(costs)
+
+
+def test_droop_beats_no_control_on_the_voltage_cost_on_a_sunny_day(made):
+    env, params = made
+    day = high_pv_day(params)
+    none = episode(env, params, no_control, day)
+    droop = episode(env, params, volt_var_droop3(params), day)
+    assert none[:, 3].sum() == 0 and droop[:, 3].sum() == 0  # every power flow solved
+    assert none[:, 0].sum() > 0.5  # midday overvoltage without control
+    assert droop[:, 0].sum() < 0.1 * none[:, 0].sum()
+
+
+def test_failed_power_flow_ends_the_episode_with_finite_state(made):
+    env, params = made
+    heavy = params.replace(load_scale=jnp.float32(100.0))
+    _, state = env.reset(KEY, params)
+    obs, new_state, reward, terminated, _, info = env.step_env(
+        KEY, state, jnp.zeros((env.num_agents, 1)), heavy
+    )
+    assert bool(info["power_flow_failed"]) and bool(terminated)
+    np.testing.assert_allclose(info["costs"][:, 3], 1.0)
+    np.testing.assert_array_equal(new_state.vm_pu, state.vm_pu)  # the last solved voltages
+    assert np.all(np.isfinite(obs)) and np.all(np.isfinite(reward))
+
+
+def test_vmapped_step_compiles_once(made):
+    env, params = made
+    n = 4
+    keys = jax.random.split(KEY, n)
+    _, states = jax.vmap(env.reset, (0, None))(keys, params)
+    step = jax.jit(jax.vmap(chex.assert_max_traces(env.step, n=1), (0, 0, 0, None)))
+    actions = jnp.zeros((n, env.num_agents, 1))
+    for i in range(3):
+        _, states, reward, *_ = step(keys, states, actions + 0.3 * i, params)
+    assert reward.shape == (n, env.num_agents) and np.all(np.isfinite(reward))
+    assert states.vm_pu.shape == (n, params.feeder.n_node)
+
+
+def test_make_and_validation_refuse_bad_input(made):
+    env, params = made
+    with pytest.raises(ValueError, match="unknown taps 'auto'"):
+        jaxgrid.make("voltage13-v0", taps="auto")
+    with pytest.raises(ParamsError, match=r"params\.pv_p_max_kw\[0\] = -866.5: expected >= 0 kW"):
+        jaxgrid.make("voltage13-v0", pv_penetration=-1.0)
+    bad = params.replace(pv_nodes=params.pv_nodes.at[0, 0].set(params.feeder.n_node))
+    with pytest.raises(ParamsError, match=r"params\.pv_nodes\[0, 0\] = 41: expected a node"):
+        validate_params(env, bad)
+
+
+def test_published_taps_raise_every_light_load_node_above_the_band():
+    # the reason the scenario holds the regulators at neutral: at the published taps
+    # the regulated bus sits at about 1.06 pu whatever the inverters do
+    env, params = jaxgrid.make("voltage13-v0", taps="published")
+    np.testing.assert_allclose(params.feeder.tap_pu, [1.0625, 1.05, 1.06875])
+    _, state = env.reset(KEY, params)
+    vm = dict(zip(params.feeder.node_names, np.asarray(state.vm_pu)))
+    assert vm["rg60.1"] > 1.05
+
+
+def test_steps_against_opendss_and_failures_are_collapses():
+    """Random steps solved by OpenDSS itself (the loads at the step's multipliers, each
+    inverter phase a constant-power ``Generator``): where the environment's power flow
+    converged and OpenDSS too, the voltages agree; where it failed, OpenDSS reaches a solution only
+    because its generators and loads turn into impedances below 0.5 and 0.95 pu, at
+    voltages no feeder runs at (a collapse), or fails too."""
+    dss = pytest.importorskip("dss")
+    from conftest import x64
+
+    from jaxgrid.devices.renewable import inverter_q_mvar
+    from jaxgrid.grid.three_phase import bundled_master, tap_commands
+
+    engine = dss.DSS
+
+    def opendss(feeder, load_mult, p_node, q_node):
+        engine.Text.Command = "clear"
+        engine.Text.Command = f'compile "{bundled_master("ieee13")}"'
+        taps = dict(zip(feeder.regulator_names, np.asarray(feeder.tap_pu).tolist()))
+        for command in tap_commands(taps):
+            engine.Text.Command = command
+        engine.Text.Command = "set tolerance=1e-9"
+        engine.Text.Command = "set maxiterations=1000"
+        load_id = np.asarray(feeder.load_id)
+        for i, name in enumerate(feeder.load_names):
+            mult = float(load_mult[load_id == i][0])
+            kw = np.asarray(feeder.load_p_w)[load_id == i].sum() / 1e3 * mult
+            kvar = np.asarray(feeder.load_q_var)[load_id == i].sum() / 1e3 * mult
+            engine.Text.Command = f"load.{name}.kW={kw} kvar={kvar}"
+        vbase = np.asarray(feeder.vbase_v)
+        for k in np.nonzero((p_node != 0) | (q_node != 0))[0]:
+            engine.Text.Command = (
+                f"new generator.pv{k} bus1={feeder.node_names[k]} phases=1 "
+                f"kV={vbase[k] / 1e3} kW={p_node[k]} kvar={q_node[k]} model=1 "
+                "vminpu=0.5 vmaxpu=1.5"
+            )
+        engine.Text.Command = "solve"
+        circuit = engine.ActiveCircuit
+        volts = np.asarray(circuit.AllBusVolts)
+        return circuit.Solution.Converged, np.abs(volts[0::2] + 1j * volts[1::2]) / vbase
+
+    rng = np.random.default_rng(1)
+    with x64():
+        env, params = jaxgrid.make("voltage13-v0")
+        feeder = params.feeder
+
+        @jax.jit
+        def env_solve(row, action):
+            load_mult, p_pv = env.exogenous(row, params)
+            q_pv = inverter_q_mvar(action, p_pv, params.pv_s_max_kva)
+            p_node = env.node_injection(p_pv, params)
+            q_node = env.node_injection(q_pv, params)
+            flow = env.power_flow(load_mult, p_pv, q_pv, params)
+            return flow.converged, flow.vm_pu, load_mult, p_node, q_node
+
+        compared = collapsed = 0
+        for _ in range(24):
+            row = int(rng.integers(0, params.profiles.load.shape[0]))
+            action = jnp.asarray(rng.uniform(-1, 1, env.num_agents))
+            converged, vm, load_mult, p_node, q_node = jax.device_get(env_solve(row, action))
+            solved, vm_dss = opendss(feeder, load_mult, p_node, q_node)
+            if converged and solved:
+                np.testing.assert_allclose(vm, vm_dss, atol=1e-6)
+                compared += 1
+            elif not converged:
+                assert not solved or vm_dss.min() < 0.75
+                collapsed += 1
+        # OpenDSS's own iteration does not converge on some steps the environment solves
+        # (a fixed point to 1e-15 pu, e.g. row 12932 at 1.22 pu with the loads above
+        # vmaxpu as impedances): those are not compared
+        assert compared >= 5 and collapsed >= 3
