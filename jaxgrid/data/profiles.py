@@ -14,7 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from jaxgrid.types import Array, PRNGKey
+from jaxgrid.types import Array, PRNGKey, float_dtype
 
 
 @struct.dataclass
@@ -69,3 +69,13 @@ def sample_start(key: PRNGKey, days: Array, steps_per_day: int) -> Array:
     """First time step of an episode starting on a day drawn uniformly from ``days``."""
     day = jax.random.choice(key, days)
     return (day * steps_per_day).astype(jnp.int32)
+
+
+def feeder_loads(profiles: Profiles, row, load_profile: Array, load_scale, feeder):
+    """Bus loads ``(p_mw, q_mvar)`` ``(n_bus,)`` at profile ``row`` (wrapped around the
+    series): each bus's base load times ``load_scale`` times the value of its profile
+    column ``load_profile`` ``(n_bus,)``, in the default float precision."""
+    row = row % profiles.load.shape[0]
+    scale = load_scale * profiles.load[row][load_profile]
+    dtype = float_dtype()
+    return (scale * feeder.p_load_mw).astype(dtype), (scale * feeder.q_load_mvar).astype(dtype)

@@ -52,7 +52,7 @@ import numpy as np
 from flax import struct
 
 from jaxgrid import spaces
-from jaxgrid.data.profiles import Profiles, sample_start
+from jaxgrid.data.profiles import Profiles, feeder_loads, sample_start
 from jaxgrid.devices.battery import BatteryParams, battery_step
 from jaxgrid.devices.ev import EVParams, connected, ev_step
 from jaxgrid.devices.flexload import FlexLoadParams, flexload_step
@@ -65,7 +65,7 @@ from jaxgrid.grid.solvers import hold_failed, solve_feeder
 from jaxgrid.rewards.abort import AbortConditions
 from jaxgrid.rewards.equity import hoover
 from jaxgrid.rewards.scalarise import Scalarisation
-from jaxgrid.types import Array, float_dtype
+from jaxgrid.types import Array
 
 TYPES = ("battery", "pv", "flexload", "ev")
 PRICE_SCALE = 100.0
@@ -221,11 +221,9 @@ class DERs(Environment):
     def exogenous(self, row, params: DERsParams):
         """Bus loads (MW, Mvar), available PV (MW), household profile value and price at ``row``."""
         prof = params.profiles
+        p, q = feeder_loads(prof, row, params.load_profile, params.load_scale, params.feeder)
         row = row % prof.load.shape[0]
-        dtype = float_dtype()
-        scale = params.load_scale * prof.load[row][params.load_profile]
-        p = (scale * params.feeder.p_load_mw).astype(dtype)
-        q = (scale * params.feeder.q_load_mvar).astype(dtype)
+        dtype = p.dtype
         pv = (params.pv_p_max_mw * prof.pv[row][params.pv_profile]).astype(dtype)
         household = prof.load[row, 0].astype(dtype)
         price = prof.price[row, params.price_column].astype(dtype)

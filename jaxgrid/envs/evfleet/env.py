@@ -48,7 +48,7 @@ import jax.numpy as jnp
 from flax import struct
 
 from jaxgrid import spaces
-from jaxgrid.data.profiles import Profiles, sample_start
+from jaxgrid.data.profiles import Profiles, feeder_loads, sample_start
 from jaxgrid.devices.ev import (
     EVParams,
     connected,
@@ -62,7 +62,7 @@ from jaxgrid.grid.limits import voltage_violation_pu
 from jaxgrid.grid.solvers import hold_failed, solve_feeder
 from jaxgrid.rewards.equity import hoover
 from jaxgrid.rewards.scalarise import Scalarisation
-from jaxgrid.types import Array, float_dtype
+from jaxgrid.types import Array
 
 PRICE_SCALE = 100.0
 
@@ -187,12 +187,8 @@ class EVFleet(Environment):
     def exogenous(self, row, params: EVFleetParams):
         """Bus loads (MW, Mvar) and the price (currency/MWh) at profile ``row``."""
         prof = params.profiles
-        row = row % prof.load.shape[0]
-        dtype = float_dtype()
-        scale = params.load_scale * prof.load[row][params.load_profile]
-        p = (scale * params.feeder.p_load_mw).astype(dtype)
-        q = (scale * params.feeder.q_load_mvar).astype(dtype)
-        return p, q, prof.price[row, params.price_column].astype(dtype)
+        p, q = feeder_loads(prof, row, params.load_profile, params.load_scale, params.feeder)
+        return p, q, prof.price[row % prof.price.shape[0], params.price_column].astype(p.dtype)
 
     forecast_names = ("load_mw", "price")
 

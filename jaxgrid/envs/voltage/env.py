@@ -48,7 +48,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxgrid import spaces
-from jaxgrid.data.profiles import sample_start
+from jaxgrid.data.profiles import feeder_loads, sample_start
 from jaxgrid.devices.renewable import inverter_q_mvar
 from jaxgrid.env import Environment, Transition
 from jaxgrid.envs.voltage.baselines import no_control, volt_var_droop
@@ -56,7 +56,6 @@ from jaxgrid.envs.voltage.types import VoltageParams, VoltageState
 from jaxgrid.grid.limits import voltage_violation_pu
 from jaxgrid.grid.solvers import hold_failed, solve_feeder
 from jaxgrid.rewards.voltage_barrier import voltage_barrier
-from jaxgrid.types import float_dtype
 
 # the "mpc" baseline's Adam iterations, step size and cost weight (reward per pu outside the band)
 MPC_SETTINGS = (50, 0.2, 3.0)
@@ -118,12 +117,11 @@ class VoltageControl(Environment):
     def exogenous(self, row, params: VoltageParams):
         """Bus loads (MW, Mvar) and available PV power (MW) at profile row ``row``."""
         prof = params.profiles
+        p_load, q_load = feeder_loads(
+            prof, row, params.load_profile, params.load_scale, params.feeder
+        )
         row = row % prof.load.shape[0]
-        dtype = float_dtype()
-        scale = params.load_scale * prof.load[row][params.load_profile]
-        p_load = (scale * params.feeder.p_load_mw).astype(dtype)
-        q_load = (scale * params.feeder.q_load_mvar).astype(dtype)
-        p_pv = (params.pv_p_max_mw * prof.pv[row][params.pv_profile]).astype(dtype)
+        p_pv = (params.pv_p_max_mw * prof.pv[row][params.pv_profile]).astype(p_load.dtype)
         return p_load, q_load, p_pv
 
     forecast_names = ("load_mw", "pv_available_mw")
