@@ -35,6 +35,7 @@ from jaxgrid.grid.three_phase import (  # noqa: E402
     tap_commands,
     unbalanced_power_flow,
 )
+from jaxgrid.grid.three_phase.opendss import dss_engine  # noqa: E402
 
 FULL = os.environ.get("JAXGRID_VALIDATE") == "full"
 VM_TOL, VA_TOL, LOSS_RTOL = 1e-6, 1e-4, 1e-4  # pu, degrees, relative (issue 20)
@@ -72,7 +73,7 @@ def _cases():
 def _opendss_solution(name, feeder, scale, pv):
     """OpenDSS's node voltages (V, the feeder's node order), losses (kW), source power
     (kW, kvar) and line currents (A, first terminal, by phase)."""
-    engine = dss.DSS
+    engine = dss_engine()
     taps = dict(zip(feeder.regulator_names, np.asarray(feeder.tap_pu).tolist()))
     engine.Text.Command = "clear"
     engine.Text.Command = f'compile "{bundled_master(name)}"'
@@ -200,7 +201,7 @@ def test_regulator_yprim_as_a_function_of_tap(name):
     other than the two the builder read (1.0 and 1.1)."""
     with x64():
         feeder = load_feeder3(name)
-        engine = dss.DSS
+        engine = dss_engine()
         engine.Text.Command = "clear"
         engine.Text.Command = f'compile "{bundled_master(name)}"'
         circuit, element = engine.ActiveCircuit, engine.ActiveCircuit.ActiveCktElement
@@ -274,3 +275,13 @@ def test_joined_switches_stay_within_tolerance():
         error = np.max(np.abs(np.asarray(result.vm_pu) - vm_ref))
         assert 1e-8 < error < VM_TOL  # joined: no longer exact, still within tolerance
         assert abs(float(result.loss_kw) - loss_ref) < 2e-3  # kW
+
+
+def test_building_from_opendss_leaves_the_working_directory_alone():
+    # OpenDSS's compile moves the process into the compiled file's folder unless told not
+    # to; relative paths opened afterwards (the suite's MATPOWER cases) then broke
+    here = os.getcwd()
+    from_opendss(bundled_master("ieee13"))
+    engine = dss_engine()
+    engine.Text.Command = f'compile "{bundled_master("ieee37")}"'
+    assert os.getcwd() == here

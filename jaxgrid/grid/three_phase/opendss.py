@@ -60,7 +60,11 @@ PUBLISHED_TAP_STEPS = {
 
 
 def dss_engine():
-    """The ``dss-python`` engine (``DSS``), or an ImportError saying how to get it."""
+    """The ``dss-python`` engine (``DSS``), or an ImportError saying how to get it.
+
+    Set not to change the process's working directory: OpenDSS's ``compile`` otherwise
+    moves it into the compiled file's folder, and every relative path the caller opens
+    afterwards breaks (the test suite's MATPOWER files did)."""
     try:
         from dss import DSS
     except ImportError as err:  # pragma: no cover - depends on the environment
@@ -68,6 +72,7 @@ def dss_engine():
             "from_opendss needs dss-python: pip install 'jaxgrid[opendss]' "
             "(the bundled feeders load without it: load_feeder3('ieee13'))"
         ) from err
+    DSS.AllowChangeDir = False
     return DSS
 
 
