@@ -175,14 +175,14 @@ def test_vmap_over_targets_and_batches_compile_once(fleet):
 
     @jax.jit
     @chex.assert_max_traces(n=1)
-    def last_soc(target, key):
+    def observed_target(target, key):
         p = params.replace(ev=params.ev.replace(target_soc=jnp.full(env.num_agents, target)))
         _, state = env.reset(key, p)
         obs = env.observe(state, p)
         return obs[:, 6]
 
     targets = jnp.array([0.6, 0.8, 1.0])
-    out = jax.vmap(last_soc, in_axes=(0, None))(targets, KEY)
+    out = jax.vmap(observed_target, in_axes=(0, None))(targets, KEY)
     np.testing.assert_allclose(out[:, 0], targets, rtol=1e-6)
     keys = jax.random.split(KEY, 4)
     obs, states = jax.vmap(env.reset, in_axes=(0, None))(keys, params)
