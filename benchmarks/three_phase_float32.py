@@ -1,7 +1,10 @@
 """float32 against float64 voltages of the unbalanced power flow at environment-like
 operating points: the measurement behind which feeders carry a voltage control env.
 
-    python benchmarks/three_phase_float32.py [ieee13 ieee123 ...]
+    python benchmarks/three_phase_float32.py [--port] [ieee13 ieee123 ...]
+
+``--port`` measures :func:`~jaxgrid.grid.three_phase.port_zbus.port_power_flow` (the
+network inverted on the host in float64) instead of ``unbalanced_power_flow``.
 
 Each feeder at 0.3, 0.7, 1.0 and 1.3 times its load, without PV and with PV of twice the
 load spread over every load node (phase to ground); per case the largest float32 error
@@ -14,32 +17,41 @@ from __future__ import annotations
 import sys
 
 
-def solve_all(name: str) -> list:
+def solve_all(name: str, port: bool) -> list:
     import numpy as np
 
-    from jaxgrid.grid.three_phase import load_feeder3, unbalanced_power_flow
+    from jaxgrid.grid.three_phase import (
+        build_port_zbus,
+        load_feeder3,
+        port_power_flow,
+        unbalanced_power_flow,
+    )
 
     feeder = load_feeder3(name)
     ends = np.concatenate([np.asarray(feeder.load_node_from), np.asarray(feeder.load_node_to)])
     load_nodes = np.unique(ends[ends < feeder.n_node])
     total_kw = np.asarray(feeder.load_p_w).sum() / 1e3
+    zbus = build_port_zbus(feeder, gen_nodes=load_nodes) if port else None
     out = []
     for scale in (0.3, 0.7, 1.0, 1.3):
         for pv in (0.0, 1.0):
             p_gen = np.zeros(feeder.n_node)
             p_gen[load_nodes] = 2 * pv * scale * total_kw / len(load_nodes)
-            res = unbalanced_power_flow(feeder, scale, p_gen)
+            if port:
+                res = port_power_flow(zbus, feeder, scale, p_gen[load_nodes])
+            else:
+                res = unbalanced_power_flow(feeder, scale, p_gen)
             out.append(
                 (scale, pv, np.asarray(res.vm_pu), np.asarray(res.vll_pu), float(res.loss_kw))
             )
     return feeder, load_nodes, out
 
 
-def main(names) -> None:
+def main(names, port: bool) -> None:
     import jax
     import numpy as np
 
-    results32 = {n: solve_all(n) for n in names}
+    results32 = {n: solve_all(n, port) for n in names}
     jax.config.update("jax_enable_x64", True)
     print(
         "| feeder | load | PV | max dV load nodes (pu) | max dV any node (pu) | max dV LL (pu) | loss f32 / f64 (kW) |"
@@ -47,7 +59,7 @@ def main(names) -> None:
     print("|---|---|---|---|---|---|---|")
     for name in names:
         feeder, load_nodes, r32 = results32[name]
-        _, _, r64 = solve_all(name)
+        _, _, r64 = solve_all(name, port=False)
         for (scale, pv, vm32, vll32, loss32), (_, _, vm64, vll64, loss64) in zip(r32, r64):
             err = np.abs(vm32 - vm64)
             ll = np.abs(vll32 - vll64)[vll64 > 0]
@@ -59,4 +71,5 @@ def main(names) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:] or ["ieee13", "ieee123"])
+    args = [a for a in sys.argv[1:] if a != "--port"]
+    main(args or ["ieee13", "ieee123"], port="--port" in sys.argv)

@@ -26,6 +26,8 @@ from conftest import x64
 
 dss = pytest.importorskip("dss")
 
+from opendss_reference import opendss_solution, pv_arrays  # noqa: E402
+
 from jaxgrid.grid.three_phase import (  # noqa: E402
     BUNDLED,
     bundled_master,
@@ -40,23 +42,6 @@ from jaxgrid.grid.three_phase.opendss import dss_engine  # noqa: E402
 FULL = os.environ.get("JAXGRID_VALIDATE") == "full"
 VM_TOL, VA_TOL, LOSS_RTOL = 1e-6, 1e-4, 1e-4  # pu, degrees, relative (issue 20)
 SCALES = (0.7, 1.0, 1.3)
-# single-phase PV (node -> kW) phase to ground on several phases, and (bus, phase pair
-# ab/bc/ca -> kW) between two phases: only those on the 3-wire delta IEEE 37, where a
-# phase-to-ground source has no return path but the line capacitances
-PV = {
-    "ieee13": {"675.1": 300.0, "680.2": 150.0, "611.3": 100.0},
-    "ieee34": {"890.1": 100.0, "848.2": 150.0, "860.3": 120.0},
-    "ieee37": {},
-    "ieee123": {"65.1": 200.0, "76.2": 150.0, "114.1": 80.0, "49.3": 120.0},
-}
-PV_LL = {
-    "ieee13": {("671", 1): 200.0},
-    "ieee34": {},
-    "ieee37": {("711", 0): 200.0, ("741", 1): 150.0, ("738", 2): 100.0},
-    "ieee123": {},
-}
-PAIRS = ((1, 2), (2, 3), (3, 1))
-PV_KVAR = 0.2  # kvar per kW (generation of reactive power)
 
 
 def _cases():
@@ -68,66 +53,6 @@ def _cases():
                 if FULL or default:
                     out.append((name, scale, pv))
     return out
-
-
-def _opendss_solution(name, feeder, scale, pv):
-    """OpenDSS's node voltages (V, the feeder's node order), losses (kW), source power
-    (kW, kvar) and line currents (A, first terminal, by phase)."""
-    engine = dss_engine()
-    taps = dict(zip(feeder.regulator_names, np.asarray(feeder.tap_pu).tolist()))
-    engine.Text.Command = "clear"
-    engine.Text.Command = f'compile "{bundled_master(name)}"'
-    for command in tap_commands(taps):
-        engine.Text.Command = command
-    engine.Text.Command = "set tolerance=1e-12"
-    engine.Text.Command = "set maxiterations=500"
-    engine.Text.Command = f"set loadmult={scale}"
-    vbase = dict(zip(feeder.node_names, np.asarray(feeder.vbase_v)))
-    if pv:
-        for k, (node, kw) in enumerate(PV[name].items()):
-            engine.Text.Command = (
-                f"new generator.pv{k} bus1={node} phases=1 kV={vbase[node] / 1e3} "
-                f"kW={kw} kvar={PV_KVAR * kw} model=1 vminpu=0.5 vmaxpu=1.5"
-            )
-        for k, ((bus, pair), kw) in enumerate(PV_LL[name].items()):
-            a, b = PAIRS[pair]
-            kv = np.sqrt(3) * vbase[f"{bus}.{a}"] / 1e3
-            engine.Text.Command = (
-                f"new generator.pvll{k} bus1={bus}.{a}.{b} phases=1 kV={kv} "
-                f"kW={kw} kvar={PV_KVAR * kw} model=1 vminpu=0.5 vmaxpu=1.5"
-            )
-    engine.Text.Command = "solve"
-    circuit = engine.ActiveCircuit
-    assert circuit.Solution.Converged
-    names = [n.lower() for n in circuit.AllNodeNames]
-    assert names == list(feeder.node_names)
-    volts = np.asarray(circuit.AllBusVolts)
-    currents = np.zeros((feeder.n_line, 3))
-    for k, e in enumerate(np.asarray(feeder.line_elem)):
-        circuit.SetActiveElement(feeder.element_names[e])
-        mag = np.asarray(circuit.ActiveCktElement.CurrentsMagAng)[0::2]
-        for phase in range(3):
-            pos = int(feeder.line_cond[k, phase])
-            if pos >= 0:
-                currents[k, phase] = mag[pos]
-    power = circuit.TotalPower
-    return (
-        volts[0::2] + 1j * volts[1::2],
-        circuit.Losses[0] / 1e3,
-        (-power[0], -power[1]),
-        currents,
-    )
-
-
-def _pv_arrays(name, feeder):
-    """``p_gen_kw, q_gen_kvar, p_gen_ll_kw, q_gen_ll_kvar`` of the PV cases."""
-    p = np.zeros(feeder.n_node)
-    for node, kw in PV[name].items():
-        p[feeder.node_names.index(node)] = kw
-    p_ll = np.zeros((feeder.n_bus, 3))
-    for (bus, pair), kw in PV_LL[name].items():
-        p_ll[feeder.bus_names.index(bus), pair] = kw
-    return p, PV_KVAR * p, p_ll, PV_KVAR * p_ll
 
 
 def _line_to_line(feeder, v):
@@ -143,8 +68,8 @@ def _line_to_line(feeder, v):
 def test_matches_opendss(name, scale, pv):
     with x64():
         feeder = load_feeder3(name)
-        v_ref, loss_ref, (p_ref, q_ref), i_ref = _opendss_solution(name, feeder, scale, pv)
-        gen = _pv_arrays(name, feeder) if pv else (None,) * 4
+        v_ref, loss_ref, (p_ref, q_ref), i_ref = opendss_solution(name, feeder, scale, pv)
+        gen = pv_arrays(name, feeder) if pv else (None,) * 4
         result = jax.jit(unbalanced_power_flow)(feeder, scale, *gen)
         assert bool(result.converged)
         vbase = np.asarray(feeder.vbase_v)
@@ -168,7 +93,7 @@ def test_load_band_switching_is_exercised():
     with x64():
         feeder = load_feeder3("ieee34")
         feeder = feeder.replace(tap_pu=np.ones(feeder.n_regulator))
-        v_ref, loss_ref, _, _ = _opendss_solution("ieee34", feeder, 1.0, False)
+        v_ref, loss_ref, _, _ = opendss_solution("ieee34", feeder, 1.0, False)
         result = jax.jit(unbalanced_power_flow)(feeder)
         vm_ref = np.abs(v_ref) / np.asarray(feeder.vbase_v)
         assert vm_ref.min() < 0.8  # deep in the interpolated region of constant-P loads
@@ -190,7 +115,7 @@ def test_vmap_over_taps_and_loads_matches_opendss():
         vm = np.asarray(jax.jit(jax.vmap(solve))(taps, scales))
         for b in range(len(scales)):
             member = feeder.replace(tap_pu=taps[b])
-            v_ref, _, _, _ = _opendss_solution("ieee13", member, scales[b], False)
+            v_ref, _, _, _ = opendss_solution("ieee13", member, scales[b], False)
             vm_ref = np.abs(v_ref) / np.asarray(feeder.vbase_v)
             assert np.max(np.abs(vm[b] - vm_ref)) < VM_TOL
 
@@ -267,7 +192,7 @@ def test_joined_switches_stay_within_tolerance():
     OpenDSS and the losses within the switches' own couple of watts."""
     with x64():
         feeder = load_feeder3("ieee123")
-        v_ref, loss_ref, _, _ = _opendss_solution("ieee123", feeder, 1.0, False)
+        v_ref, loss_ref, _, _ = opendss_solution("ieee123", feeder, 1.0, False)
         result = jax.jit(unbalanced_power_flow, static_argnames="join_switches")(
             feeder, join_switches=True
         )

@@ -22,6 +22,7 @@ from jaxgrid.grid.three_phase.opendss import (
     tap_commands,
     write_bundled,
 )
+from jaxgrid.grid.three_phase.port_zbus import PortZbus, build_port_zbus, port_power_flow
 from jaxgrid.grid.three_phase.upf import (
     UnbalancedPowerFlowResult,
     element_admittances,
@@ -34,7 +35,9 @@ __all__ = [
     "BUNDLED",
     "Feeder3",
     "PUBLISHED_TAP_STEPS",
+    "PortZbus",
     "UnbalancedPowerFlowResult",
+    "build_port_zbus",
     "bundled_master",
     "check_feeder3",
     "element_admittances",
@@ -42,6 +45,7 @@ __all__ = [
     "load_admittance",
     "load_feeder3",
     "nodal_admittance",
+    "port_power_flow",
     "published_taps",
     "tap_commands",
     "save_feeder3",

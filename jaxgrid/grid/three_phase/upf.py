@@ -320,10 +320,18 @@ def unbalanced_power_flow(
     v = jnp.where(finite, v, v0)
     mismatch = jnp.where(finite, mismatch, huge)
     i_dev, _, _ = device_injection(v)
-    return _result(feeder, v, y_elem, i_dev[:n], mismatch, tol_pu)
+    return flow_result(feeder, v, y_elem, i_dev[:n], mismatch, tol_pu)
 
 
-def _result(feeder, v, y_elem, i_dev, mismatch, tol_pu):
+def flow_result(
+    feeder, v, y_elem, i_dev, mismatch, tol_pu, i_source=None
+) -> UnbalancedPowerFlowResult:
+    """The :class:`UnbalancedPowerFlowResult` of node voltages ``v`` (``(n_node,)``
+    complex, V) with the devices' (loads', generators') current ``i_dev`` into each node
+    (``(n_node,)``, A), the elements' admittances ``y_elem`` (S), the last iteration's
+    ``mismatch`` (pu) and the tolerance ``tol_pu`` it is held to; ``i_source`` (``(3,)``,
+    A) is the current the source delivers into the network where the caller has it
+    more accurately than the network side's KCL gives it."""
     vb = feeder.vbase_v
     v_ext = jnp.append(v, 0.0)
     vb_ext = jnp.append(vb, 1.0)
@@ -353,7 +361,8 @@ def _result(feeder, v, y_elem, i_dev, mismatch, tol_pu):
     # what the source delivers, from the network side: the source's own 1e3-1e4 pu
     # admittance times E - V would cancel away float32's digits
     src = feeder.source_nodes
-    i_source = i_other[src]
+    if i_source is None:
+        i_source = i_other[src]
     i_inj = i_dev.at[src].add(i_source)
     left_over = jnp.append(i_inj, 0.0) - i_other
     i_elem = jnp.where(feeder.elem_switch[:, None], left_over[feeder.elem_nodes], i_elem)

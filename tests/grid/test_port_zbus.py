@@ -1,0 +1,143 @@
+"""The port Z-bus power flow against OpenDSS itself (``dss-python``), in float64 and in
+the default float32, at the taps it was built at and at others.
+
+``JAXGRID_VALIDATE=full`` runs every feeder at every loading with and without PV::
+
+    JAXGRID_VALIDATE=full python -m pytest tests/grid/test_port_zbus.py -p no:xdist
+"""
+
+import os
+
+import chex
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from conftest import x64
+
+pytest.importorskip("dss")
+
+from opendss_reference import PAIRS, PV, PV_KVAR, PV_LL, opendss_solution  # noqa: E402
+
+from jaxgrid.grid.three_phase import BUNDLED, load_feeder3  # noqa: E402
+from jaxgrid.grid.three_phase.port_zbus import build_port_zbus, port_power_flow  # noqa: E402
+
+FULL = os.environ.get("JAXGRID_VALIDATE") == "full"
+VM_TOL, VA_TOL, LOSS_RTOL = 1e-6, 1e-4, 1e-4  # pu, degrees, relative (issue 20)
+
+
+def _cases():
+    out = []
+    for name in BUNDLED:
+        for scale in (0.7, 1.0, 1.3):
+            for pv in (False, True):
+                default = (name == "ieee13" and pv and scale != 1.0) or (
+                    name == "ieee123" and pv and scale == 1.0
+                )
+                if FULL or default:
+                    out.append((name, scale, pv))
+    return out
+
+
+def _model(name, feeder):
+    """The port model with the PV of ``opendss_reference`` as its generators, and their
+    ``(p_kw, q_kvar)``."""
+    nodes = [feeder.node_names.index(node) for node in PV[name]]
+    pairs = []
+    for bus, pair in PV_LL[name]:
+        a, b = PAIRS[pair]
+        pairs.append((feeder.node_names.index(f"{bus}.{a}"), feeder.node_names.index(f"{bus}.{b}")))
+    p = np.array([*PV[name].values(), *PV_LL[name].values()])
+    return build_port_zbus(feeder, gen_nodes=nodes, gen_pairs=pairs), p, PV_KVAR * p
+
+
+def _check(result, feeder, reference, vm_tol=VM_TOL):
+    v_ref, loss_ref = reference[0], reference[1]
+    vm_ref = np.abs(v_ref) / np.asarray(feeder.vbase_v, np.float64)
+    assert bool(result.converged)
+    assert np.max(np.abs(np.asarray(result.vm_pu, np.float64) - vm_ref)) < vm_tol
+    angle = np.angle(np.asarray(result.v_volt, np.complex128) / v_ref, deg=True)
+    assert np.max(np.abs(angle)) < VA_TOL
+    assert abs(float(result.loss_kw) - loss_ref) < LOSS_RTOL * loss_ref
+
+
+@pytest.mark.parametrize("name,scale,pv", _cases())
+def test_float64_matches_opendss(name, scale, pv):
+    with x64():
+        feeder = load_feeder3(name)
+        reference = opendss_solution(name, feeder, scale, pv)
+        zbus, p, q = _model(name, feeder)
+        gen = (p, q) if pv else (None, None)
+        _check(jax.jit(port_power_flow)(zbus, feeder, scale, *gen), feeder, reference)
+
+
+@pytest.mark.parametrize("name", ["ieee13", "ieee123"] + (["ieee34", "ieee37"] if FULL else []))
+def test_float32_matches_opendss(name):
+    """The default precision is within OpenDSS-level accuracy: the float64 network
+    inverse is computed on the host, float32 only multiplies it. Not quite on IEEE 37, a
+    3-wire delta feeder whose nodes float to ground on the lines' capacitance alone: its
+    ports' impedances are large and the delta currents cancel in their products (7e-6 pu
+    measured, to ground and line to line; float64 is exact there)."""
+    feeder = load_feeder3(name)
+    zbus, p, q = _model(name, feeder)
+    result = jax.jit(port_power_flow)(zbus, feeder, 1.3, p, q)
+    assert result.vm_pu.dtype == jnp.float32
+    with x64():
+        reference = opendss_solution(name, load_feeder3(name), 1.3, True)
+    _check(result, feeder, reference, vm_tol=2e-5 if name == "ieee37" else VM_TOL)
+
+
+@pytest.mark.parametrize("name", ["ieee13", "ieee123"])
+def test_taps_under_vmap_match_opendss_in_float32(name):
+    """Taps other than the build's, batched with loads, in float32. IEEE 123's regulators
+    have 5e5 pu series admittances: written as a difference of two ``Yprim``s a tap change
+    cost float32 up to 5e-3 pu there; as a voltage source on the winding it stays exact."""
+    feeder = load_feeder3(name)
+    zbus = build_port_zbus(feeder)
+    rng = np.random.default_rng(7)
+    steps = rng.integers(-8, 9, (3, feeder.n_regulator))
+    taps = np.asarray(feeder.tap_pu) + 0.00625 * steps
+    scales = np.array([0.7, 1.0, 1.3])
+
+    def solve(tap, scale):
+        return port_power_flow(zbus, feeder.replace(tap_pu=tap), scale)
+
+    results = jax.jit(jax.vmap(solve))(jnp.asarray(taps, jnp.float32), jnp.asarray(scales))
+    for b in range(len(scales)):
+        member = jax.tree.map(lambda x, b=b: x[b], results)
+        with x64():
+            shifted = load_feeder3(name).replace(tap_pu=taps[b])
+            reference = opendss_solution(name, shifted, scales[b], False)
+        _check(member, feeder, reference)
+
+
+def test_collapse_is_reported_and_finite():
+    feeder = load_feeder3("ieee13")
+    result = jax.jit(port_power_flow)(build_port_zbus(feeder), feeder, 12.0)
+    assert not bool(result.converged)
+    for leaf in jax.tree.leaves(result):
+        assert np.all(np.isfinite(np.asarray(leaf)))
+
+
+def test_batched_solves_compile_once_and_equal_single_solves():
+    feeder = load_feeder3("ieee13")
+    zbus = build_port_zbus(feeder, gen_nodes=[feeder.node_names.index("675.1")])
+
+    @jax.jit
+    @chex.assert_max_traces(n=1)
+    def solve(scale, p):
+        return port_power_flow(zbus, feeder, scale, p).vm_pu
+
+    scales, p = jnp.array([0.8, 1.1]), jnp.array([[0.0], [250.0]])
+    batched = jax.vmap(solve)(scales, p)
+    jax.vmap(solve)(scales + 0.1, p)  # new values, same shapes: no retrace
+    for b in range(2):
+        np.testing.assert_allclose(
+            batched[b], port_power_flow(zbus, feeder, scales[b], p[b]).vm_pu, atol=2e-7
+        )
+
+
+def test_generator_node_out_of_range_is_named():
+    feeder = load_feeder3("ieee13")
+    with pytest.raises(ValueError, match=r"generator node 999 is not a node of ieee13"):
+        build_port_zbus(feeder, gen_nodes=[999])
