@@ -9,6 +9,9 @@
   ``benchmarks/lindist3flow_error.py`` plus margin, and larger at 1.3 times the load than
   at 0.7 (a flat profile fails both). IEEE 13 by default; ``JAXGRID_VALIDATE=full`` adds
   IEEE 123, IEEE 34 and IEEE 37 (line-to-line, a 3-wire delta feeder).
+- PV on several phases and between two phases: the voltage rise it causes against the
+  exact solver's.
+- ``grounded`` marks the floating delta sections (IEEE 123's bus 610, IEEE 37).
 - ``vmap`` over load scalings and injections equals one solve at a time; float32 under
   ``jit`` is close to float64.
 """
