@@ -7,10 +7,20 @@
   ``dss-python`` needed), :func:`save_feeder3`;
 - :func:`unbalanced_power_flow` (Z-bus fixed point, OpenDSS's load models) returning an
   :class:`UnbalancedPowerFlowResult` with per-phase voltages, line-to-line voltages,
-  voltage unbalance (IEC and NEMA), line currents against ratings and losses.
+  voltage unbalance (IEC and NEMA), line currents against ratings and losses;
+- :func:`lindist3flow_model` and :func:`lindist3flow` (:mod:`.lindist3flow`): the linear,
+  lossless LinDist3Flow model (balanced-angle assumption, constant-power loads), an
+  affine map from per-phase injections to squared voltage magnitudes.
 """
 
 from jaxgrid.grid.three_phase.feeder3 import Feeder3, check_feeder3
+from jaxgrid.grid.three_phase.lindist3flow import (
+    LinDist3Flow,
+    LinDist3FlowResult,
+    constant_power_loads,
+    lindist3flow,
+    lindist3flow_model,
+)
 from jaxgrid.grid.three_phase.opendss import (
     BUNDLED,
     PUBLISHED_TAP_STEPS,
@@ -34,14 +44,19 @@ from jaxgrid.grid.three_phase.upf import (
 __all__ = [
     "BUNDLED",
     "Feeder3",
+    "LinDist3Flow",
+    "LinDist3FlowResult",
     "PUBLISHED_TAP_STEPS",
     "PortZbus",
     "UnbalancedPowerFlowResult",
     "build_port_zbus",
     "bundled_master",
     "check_feeder3",
+    "constant_power_loads",
     "element_admittances",
     "from_opendss",
+    "lindist3flow",
+    "lindist3flow_model",
     "load_admittance",
     "load_feeder3",
     "nodal_admittance",
