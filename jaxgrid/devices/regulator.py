@@ -209,8 +209,9 @@ class RegulatedPowerFlow:
         tap_steps: ``(n_reg,)`` int32 final taps in steps from 1.0 pu.
         v_seen: ``(n_reg,)`` the voltage each controller sees at the final taps, V on the
             120 V base.
-        settled: ``()`` bool: the last round moved no tap (every controller in band or at
-            a limit), so the taps are the control's fixed point.
+        settled: ``()`` bool: the last round's power flow converged and moved no tap
+            (every controller in band or at a limit), so the taps are the control's
+            fixed point. A round whose power flow fails moves nothing and is not settled.
         rounds_moving: ``()`` int32 rounds in which some tap moved.
     """
 
@@ -246,8 +247,9 @@ def solve_with_regulators(
     Args:
         feeder: the feeder; its ``tap_pu`` are the starting taps.
         settings: its regulator controls (:func:`load_regcontrols`).
-        load_scale, p_gen_kw, q_gen_kvar, p_gen_ll_kw, q_gen_ll_kvar, n_iter,
-            join_switches: as for :func:`~jaxgrid.grid.three_phase.unbalanced_power_flow`.
+        load_scale, p_gen_kw, q_gen_kvar, p_gen_ll_kw, q_gen_ll_kvar: as for
+            :func:`~jaxgrid.grid.three_phase.unbalanced_power_flow`.
+        n_iter, join_switches: as for that function too (static).
         n_rounds: fixed number of control rounds (OpenDSS's default ``maxcontroliter``,
             15, by default); from neutral taps the IEEE feeders settle in at most 6.
 
@@ -273,9 +275,15 @@ def solve_with_regulators(
 
     def body(_, carry):
         taps, _settled, moving = carry
-        step = tap_step(settings, taps, seen(taps, solve(taps)))
-        any_moved = jnp.any(step.moved)
-        return step.tap_pu, ~any_moved, moving + any_moved.astype(jnp.int32)
+        result = solve(taps)
+        v_seen = seen(taps, result)
+        # no control acts on a power flow that failed (not converged, or voltages not
+        # finite): the taps stay, and the solve is not settled
+        usable = result.converged & jnp.all(jnp.isfinite(v_seen))
+        step = tap_step(settings, taps, v_seen)
+        any_moved = jnp.any(step.moved) & usable
+        taps = jnp.where(usable, step.tap_pu, taps)
+        return taps, usable & ~any_moved, moving + any_moved.astype(jnp.int32)
 
     start = (feeder.tap_pu, jnp.asarray(False), jnp.asarray(0, jnp.int32))
     taps, settled, moving = jax.lax.fori_loop(0, n_rounds, body, start)

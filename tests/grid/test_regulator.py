@@ -337,3 +337,16 @@ def test_unsupported_controls_are_named():
         regcontrols_from_master(bundled_master("ieee13"), commands)
     with pytest.raises(ValueError, match="delays"):
         regcontrols_from_master(bundled_master("ieee13"), ["regcontrol.reg1.delay=30"])
+
+
+def test_failed_power_flow_moves_no_tap():
+    """At five times its load IEEE 13 has no power-flow solution; the controls do not act
+    on the stand-in voltages (which are low, and would raise every tap)."""
+    with x64():
+        feeder, settings = load_feeder3("ieee13"), load_regcontrols("ieee13")
+        out = SOLVE(_neutral(feeder), settings, 5.0)
+        assert not bool(out.power_flow.converged)
+        assert not bool(out.settled)
+        assert np.asarray(out.tap_steps).tolist() == [0, 0, 0]
+        assert int(out.rounds_moving) == 0
+        assert np.all(np.asarray(out.v_seen) < settings.vreg_v - settings.band_v / 2)
