@@ -25,6 +25,11 @@ power flow and control actions until no control acts):
    same delay, which :func:`~jaxgrid.grid.three_phase.opendss.regcontrols_from_opendss`
    checks), then the power flow is solved again.
 
+A tap on the grid of steps (counted from the middle of the range, as OpenDSS's tap
+numbers are) moves to the exact grid value, so float32 taps do not drift by round-off;
+a tap off the grid moves by whole steps from where it is. No controller acts on a power
+flow that did not converge.
+
 The 70 % move approaches the target from one side without overshooting a band that the
 mutual coupling of regulators in series could otherwise make it oscillate across; it is
 what OpenDSS does, so the settled taps are OpenDSS's (``tests/grid/test_regulator.py``).
@@ -193,7 +198,18 @@ def tap_step(settings: RegControlSettings, taps: Array, v_seen: Array) -> TapSte
     room = jnp.where(wanted > 0, taps < settings.max_tap_pu, taps > settings.min_tap_pu)
     acts = out_of_band & (wanted != 0) & room
     steps = jnp.where(acts, jnp.sign(wanted) * size, 0).astype(jnp.int32)
-    new = jnp.clip(taps + steps * settings.tap_step_pu, settings.min_tap_pu, settings.max_tap_pu)
+    # a tap on the grid of steps (OpenDSS counts them from the middle of the range) lands
+    # exactly on the grid value rather than accumulating round-off, which in float32 is
+    # a few ulp a move (and IEEE 123's float32 power flow fails 1 ulp off some taps)
+    middle = (settings.min_tap_pu + settings.max_tap_pu) / 2
+    number = jnp.round((taps - middle) / settings.tap_step_pu)
+    on_grid = jnp.abs(taps - middle - number * settings.tap_step_pu) < 1e-3 * settings.tap_step_pu
+    moved_to = jnp.where(
+        on_grid,
+        middle + (number + steps) * settings.tap_step_pu,
+        taps + steps * settings.tap_step_pu,
+    )
+    new = jnp.clip(moved_to, settings.min_tap_pu, settings.max_tap_pu)
     new = jnp.where(acts, new, taps)
     return TapStep(tap_pu=new, moved=new != taps, steps=steps)
 

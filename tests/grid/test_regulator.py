@@ -106,6 +106,21 @@ def test_tap_step_limits():
     assert np.asarray(step.moved).tolist() == [False, True, False, True]
 
 
+def test_tap_step_stays_on_the_tap_grid_in_float32():
+    """Moves up and down land on the float32 value nearest ``1 + k * 0.00625`` every time
+    (no accumulated round-off); a tap off the grid moves by whole steps from where it is,
+    as OpenDSS's does."""
+    settings = _hand_settings(n=1)
+    taps, k = jnp.ones(1, jnp.float32), 0
+    for v_seen, moved in ((125.0, -4), (117.5, 2), (125.0, -4), (117.5, 2), (121.3, -1)):
+        taps = tap_step(settings, taps, jnp.array([v_seen])).tap_pu
+        k += moved
+        assert taps.dtype == jnp.float32
+        assert float(taps[0]) == float(np.float32(1 + k * 0.00625)), k
+    off = tap_step(settings, jnp.array([1.003]), jnp.array([117.5])).tap_pu
+    assert float(off[0]) == pytest.approx(1.003 + 2 * 0.00625, abs=1e-6)
+
+
 def test_tap_step_jit_vmap_float64():
     settings = _hand_settings(n=1)
     v_seen = jnp.array([[125.0], [120.0], [117.5]])
