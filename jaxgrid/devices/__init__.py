@@ -7,7 +7,9 @@
 - :mod:`.flexload`: curtailment and deferral within a window;
 - :mod:`.prosumer`: the EthicalSmartGrid building;
 - :mod:`.datacentre`: an AI data centre (GPU work queue, IT power, hall cooling);
-- :mod:`.diesel`: a diesel generator (start-up, minimum load, ramps, fuel curve).
+- :mod:`.diesel`: a diesel generator (start-up, minimum load, ramps, fuel curve);
+- :mod:`.regulator`: automatic tap control of a three-phase feeder's voltage regulators
+  (OpenDSS's ``RegControl``: PT, line-drop compensation, band, static-mode steps).
 """
 
 from jaxgrid.devices.battery import BatteryParams, BatteryStep, battery_step, power_limits
@@ -28,6 +30,16 @@ from jaxgrid.devices.ev import (
     served_share,
 )
 from jaxgrid.devices.flexload import FlexLoadParams, FlexLoadStep, flexload_step
+from jaxgrid.devices.regulator import (
+    RegControlSettings,
+    RegulatedPowerFlow,
+    TapStep,
+    load_regcontrols,
+    regcontrols_from_master,
+    regulator_voltage,
+    solve_with_regulators,
+    tap_step,
+)
 from jaxgrid.devices.renewable import (
     S_MAX_RATIO,
     Injection,
@@ -51,6 +63,9 @@ __all__ = [
     "FlexLoadParams",
     "FlexLoadStep",
     "Injection",
+    "RegControlSettings",
+    "RegulatedPowerFlow",
+    "TapStep",
     "battery_step",
     "connected",
     "datacentre_step",
@@ -60,9 +75,14 @@ __all__ = [
     "flexload_step",
     "inverter_output",
     "inverter_q_mvar",
+    "load_regcontrols",
     "power_limits",
     "reactive_headroom_mvar",
+    "regcontrols_from_master",
+    "regulator_voltage",
     "sample_overnight_sessions",
     "sample_schedule",
     "served_share",
+    "solve_with_regulators",
+    "tap_step",
 ]

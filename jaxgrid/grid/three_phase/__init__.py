@@ -5,6 +5,9 @@
 - :func:`from_opendss` (compiles an OpenDSS master with ``dss-python``),
   :func:`load_feeder3` (the bundled IEEE 13, 34, 37 and 123 node feeders, no
   ``dss-python`` needed), :func:`save_feeder3`;
+- :func:`regcontrols_from_opendss` and :func:`load_regcontrol_arrays`: the settings of the
+  feeder's regulator controls (the controller itself is
+  :mod:`jaxgrid.devices.regulator`);
 - :func:`unbalanced_power_flow` (Z-bus fixed point, OpenDSS's load models) returning an
   :class:`UnbalancedPowerFlowResult` with per-phase voltages, line-to-line voltages,
   voltage unbalance (IEC and NEMA), line currents against ratings and losses;
@@ -27,7 +30,9 @@ from jaxgrid.grid.three_phase.opendss import (
     bundled_master,
     from_opendss,
     load_feeder3,
+    load_regcontrol_arrays,
     published_taps,
+    regcontrols_from_opendss,
     save_feeder3,
     tap_commands,
     write_bundled,
@@ -59,9 +64,11 @@ __all__ = [
     "lindist3flow_model",
     "load_admittance",
     "load_feeder3",
+    "load_regcontrol_arrays",
     "nodal_admittance",
     "port_power_flow",
     "published_taps",
+    "regcontrols_from_opendss",
     "tap_commands",
     "save_feeder3",
     "write_bundled",

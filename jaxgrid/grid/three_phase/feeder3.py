@@ -16,7 +16,9 @@ A tap ``t`` scales the winding's conductors by ``1/t``:
 ``A`` the tap-scaled part (``elem_g_s + j elem_b_s`` at ``t = 1``) and ``B`` a tiny
 tap-independent part (OpenDSS's anti-floating conductance, about 1e-7 S;
 ``reg_g0_s + j reg_b0_s``). The builder extracts ``A`` and ``B`` from OpenDSS's ``Yprim``
-at two taps; the test suite checks the formula at others.
+at two taps; the test suite checks the formula at others. The taps are fixed here; their
+automatic control (OpenDSS's ``RegControl``) is :mod:`jaxgrid.devices.regulator`, whose
+settings are a pytree of their own.
 
 Loads are split into *load phases*: one two-terminal branch each, from ``load_node_from``
 to ``load_node_to`` (wye: phase to neutral, which is ground here; delta: phase to the next

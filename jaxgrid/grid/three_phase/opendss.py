@@ -15,8 +15,15 @@ Supported elements: one ``Vsource``; ``Line`` (switches included), ``Transformer
 ``Capacitor``, ``Reactor`` (any power-delivery element whose ``Yprim`` is fixed, or depends
 on a regulator tap); ``Load`` models 1 (constant PQ), 2 (constant Z), 4 (CVR), 5 (constant
 I) and 8 (ZIPV without cut-off), wye with the neutral grounded or delta; ``RegControl``
-(its transformer's tap becomes :attr:`Feeder3.tap_pu`; the control itself is not modelled,
-taps are fixed). Anything else is refused with one error naming every offending element.
+(its transformer's tap becomes :attr:`Feeder3.tap_pu`; the feeder's taps are fixed).
+Anything else is refused with one error naming every offending element.
+
+The regulator *controls* are read by a sibling, :func:`regcontrols_from_opendss`: their
+settings (target voltage, band, PT and CT ratios, line-drop compensator, tap range, the
+monitored nodes and CT conductor) as plain arrays, which
+:class:`jaxgrid.devices.regulator.RegControlSettings` wraps. They ship in the same
+``.npz`` extracts (keys ``regcontrol_*``), so :func:`load_regcontrol_arrays` needs no
+``dss-python`` either.
 """
 
 from __future__ import annotations
@@ -359,17 +366,177 @@ def from_opendss(master_file, commands=(), name: str | None = None) -> Feeder3:
     return feeder
 
 
+# the RegControl arrays regcontrols_from_opendss returns, and their dtypes
+REGCONTROL_FIELDS = {
+    "vreg_v": float,
+    "band_v": float,
+    "pt_ratio": float,
+    "ct_primary_a": float,
+    "r_ldc_v": float,
+    "x_ldc_v": float,
+    "winding_vbase_v": float,
+    "tap_step_pu": float,
+    "min_tap_pu": float,
+    "max_tap_pu": float,
+    "max_tap_change": np.int32,
+    "pt_node_from": np.int32,
+    "pt_node_to": np.int32,
+    "ct_conductor": np.int32,
+}
+REGCONTROL_PREFIX = "regcontrol_"
+
+
+def regcontrols_from_opendss(master_file, commands=()) -> dict:
+    """The settings of every ``RegControl`` of ``master_file`` as arrays (``dss-python``).
+
+    Compiles the master (then runs ``commands``) as :func:`from_opendss` does; controller
+    ``r`` is the control of :attr:`Feeder3.regulator_names` ``[r]`` of the feeder built
+    from the same file. What OpenDSS's ``RegControl`` reads, per controller:
+
+    - ``vreg_v``, ``band_v``: target and bandwidth, V on the 120 V (PT secondary) base;
+    - ``pt_ratio``: PT ratio; ``ct_primary_a``: CT primary rating, A;
+    - ``r_ldc_v``, ``x_ldc_v``: line-drop compensator R and X, V at rated CT current;
+    - ``winding_vbase_v``: base voltage of the monitored winding, V (OpenDSS's
+      ``BaseVoltage``: kV/sqrt(3) of a wye winding of several phases, kV otherwise), which
+      turns a voltage error into a tap change;
+    - ``tap_step_pu``, ``min_tap_pu``, ``max_tap_pu``: the winding's tap increment
+      ``(max - min) / numtaps`` and range, pu; ``max_tap_change``: OpenDSS's
+      ``maxtapchange``, the most steps one action moves;
+    - ``pt_node_from``, ``pt_node_to``: nodes (indices of ``Feeder3.node_names``; ``n_node``
+      = ground) across which the PT measures the monitored phase (``ptphase``) of the
+      winding: phase to the winding's neutral (wye) or to the next phase (delta; for a
+      single-phase winding its second conductor);
+    - ``ct_conductor``: conductor (position in ``Feeder3.elem_nodes`` of the regulator's
+      element) whose current, into the element, the CT measures.
+
+    Returns:
+        ``{"names": tuple of RegControl names, **arrays}``, each array ``(n_reg,)``.
+
+    Raises:
+        ImportError: without ``dss-python``.
+        ValueError: naming each control that uses what is not modelled: a tap winding
+            other than the monitored one, a remote bus, reverse or cogeneration modes,
+            ``vlimit``, ``LDC_Z``, ``ptphase`` MAX/MIN, inverse time, a disabled control,
+            a lead-connected delta winding, or delays that differ between controls (in
+            OpenDSS's static mode only the controls with the shortest delay act at once).
+    """
+    dss = dss_engine()
+    path = Path(master_file).resolve()
+    if not path.is_file():
+        raise ValueError(f"OpenDSS master file {path} does not exist")
+    _command(dss, "clear")
+    _command(dss, f'compile "{path}"')
+    for text in commands:
+        _command(dss, text)
+    circuit = dss.ActiveCircuit
+    element = circuit.ActiveCktElement
+    node_index = {}
+    for i, node in enumerate(n.lower() for n in circuit.AllNodeNames):
+        bus, number = node.rsplit(".", 1)
+        node_index[(bus, int(number))] = i
+    n_node = len(node_index)
+
+    def prop(reg, name):
+        _command(dss, f"? regcontrol.{reg}.{name}")
+        return dss.Text.Result.strip().lower()
+
+    rows, names, bad, delays = [], [], [], set()
+    for reg in circuit.RegControls:
+        rname, xf, wdg = reg.Name.lower(), reg.Transformer.lower(), reg.Winding
+        names.append(rname)
+        delays.add(reg.Delay)
+        why = []
+        if reg.TapWinding != wdg:
+            why.append("tapwinding differs from winding")
+        if reg.MonitoredBus:
+            why.append("bus=")
+        if reg.IsReversible or prop(rname, "cogen") in ("yes", "true"):
+            why.append("reversible/cogen")
+        if reg.VoltageLimit > 0:
+            why.append("vlimit")
+        if float(prop(rname, "LDC_Z")) != 0:
+            why.append("LDC_Z")
+        if reg.IsInverseTime:
+            why.append("inversetime")
+        if prop(rname, "enabled") not in ("yes", "true"):
+            why.append("disabled")
+        circuit.Transformers.Name = xf
+        circuit.Transformers.Wdg = wdg
+        xfs = circuit.Transformers
+        delta = bool(xfs.IsDelta)
+        if delta and "lead" in _transformer_prop(dss, xf, "leadlag"):
+            why.append("lead-connected delta winding")
+        ptphase = prop(rname, "ptphase")
+        circuit.SetActiveElement(f"transformer.{xf}")  # "?" made the control active
+        phases, per_terminal = element.NumPhases, element.NumConductors
+        cond = _conductors(element, node_index)
+        if not ptphase.isdigit() or not 1 <= int(ptphase) <= phases:
+            why.append(f"ptphase={ptphase}")
+        if why:
+            bad.append(f"{rname} ({', '.join(why)})")
+            continue
+        phase = int(ptphase) - 1
+        offset = (wdg - 1) * per_terminal
+        if delta:
+            other = (phase + 1) % phases if phases > 2 else phase + 1
+        else:
+            other = phases  # the winding's neutral conductor
+        kept = [i for i, c in enumerate(cond) if c >= 0]
+        step = (xfs.MaxTap - xfs.MinTap) / xfs.NumTaps
+        rows.append(
+            (
+                reg.ForwardVreg,
+                reg.ForwardBand,
+                reg.PTratio,
+                reg.CTPrimary,
+                reg.ForwardR,
+                reg.ForwardX,
+                xfs.kV * 1e3 / (np.sqrt(3.0) if (phases > 1 and not delta) else 1.0),
+                step,
+                xfs.MinTap,
+                xfs.MaxTap,
+                reg.MaxTapChange,
+                cond[offset + phase],
+                cond[offset + other],
+                kept.index(offset + phase),
+            )
+        )
+    if len(delays) > 1:
+        bad.append(f"delays {sorted(delays)} differ")
+    if bad:
+        raise ValueError(f"{path.name}: unsupported RegControls {bad}")
+    cols = list(zip(*rows)) if rows else [()] * len(REGCONTROL_FIELDS)
+    out = {"names": tuple(names)}
+    for (field, dtype), values in zip(REGCONTROL_FIELDS.items(), cols):
+        values = np.asarray(values, dtype)
+        if field.startswith("pt_node"):
+            values = np.where(values < 0, n_node, values).astype(np.int32)
+        out[field] = values
+    return out
+
+
+def _transformer_prop(dss, xf: str, name: str) -> str:
+    _command(dss, f"? transformer.{xf}.{name}")
+    return dss.Text.Result.strip().lower()
+
+
 _STATIC = ("name", "bus_names", "node_names", "element_names", "load_names", "regulator_names")
 _STATIC_INT = ("n_group",)
 
 
-def save_feeder3(feeder: Feeder3, path) -> None:
-    """Write ``feeder`` to an ``.npz`` file that :func:`load_feeder3` reads."""
+def save_feeder3(feeder: Feeder3, path, regcontrols: dict | None = None) -> None:
+    """Write ``feeder`` to an ``.npz`` file that :func:`load_feeder3` reads, with the
+    regulator controls ``regcontrols`` (:func:`regcontrols_from_opendss`) if given, which
+    :func:`load_regcontrol_arrays` reads."""
     arrays = {
         f: np.asarray(getattr(feeder, f)) for f in feeder.__dataclass_fields__ if f not in _STATIC
     }  # n_group (a static int) is stored as a 0-d array
     names = {f: np.asarray(getattr(feeder, f), dtype=str) for f in _STATIC}
-    np.savez_compressed(path, **arrays, **names)
+    controls = {}
+    if regcontrols is not None:
+        controls = {REGCONTROL_PREFIX + f: np.asarray(v) for f, v in regcontrols.items()}
+        controls[REGCONTROL_PREFIX + "names"] = np.asarray(regcontrols["names"], dtype=str)
+    np.savez_compressed(path, **arrays, **names, **controls)
 
 
 @functools.cache
@@ -378,7 +545,8 @@ def _load_npz(path: str) -> Feeder3:
         static = {
             f: (str(data[f]) if f == "name" else tuple(str(s) for s in data[f])) for f in _STATIC
         }
-        arrays = {f: data[f] for f in data.files if f not in _STATIC + _STATIC_INT}
+        fields = set(Feeder3.__dataclass_fields__)
+        arrays = {f: data[f] for f in data.files if f in fields and f not in _STATIC + _STATIC_INT}
         static.update({f: int(data[f]) for f in _STATIC_INT})
     feeder = Feeder3(**static, **arrays)
     check_feeder3(feeder)
@@ -400,6 +568,39 @@ def load_feeder3(source: str) -> Feeder3:
     raise ValueError(
         f"feeder {source!r}: expected a bundled feeder {list(BUNDLED)}, an .npz file from "
         "save_feeder3 or an OpenDSS .dss master file"
+    )
+
+
+@functools.cache
+def _load_regcontrol_npz(path: str) -> dict:
+    with np.load(path) as data:
+        key = REGCONTROL_PREFIX + "names"
+        if key not in data.files:
+            raise ValueError(
+                f"{path} holds no regulator controls (save_feeder3 was given none; "
+                "rebuild it with regcontrols=regcontrols_from_opendss(master))"
+            )
+        out = {"names": tuple(str(s) for s in data[key])}
+        for field, dtype in REGCONTROL_FIELDS.items():
+            out[field] = np.asarray(data[REGCONTROL_PREFIX + field], dtype)
+    return out
+
+
+def load_regcontrol_arrays(source: str) -> dict:
+    """The regulator controls of a bundled feeder (``"ieee13"``, ...), a saved ``.npz``
+    (:func:`save_feeder3` with ``regcontrols``) or an OpenDSS master file (needs
+    ``dss-python``), as :func:`regcontrols_from_opendss` returns them."""
+    if source in BUNDLED:
+        with resources.as_file(feeders_dir() / f"{source}.npz") as path:
+            return dict(_load_regcontrol_npz(str(path)))
+    path = Path(source)
+    if path.suffix == ".npz" and path.is_file():
+        return dict(_load_regcontrol_npz(str(path.resolve())))
+    if path.suffix.lower() == ".dss" and path.is_file():
+        return regcontrols_from_opendss(path)
+    raise ValueError(
+        f"regulator controls {source!r}: expected a bundled feeder {list(BUNDLED)}, an .npz "
+        "file from save_feeder3 or an OpenDSS .dss master file"
     )
 
 
@@ -433,14 +634,15 @@ def published_taps(name: str) -> dict:
 def write_bundled(directory) -> None:
     """Extract the bundled feeders to ``directory/<name>.npz`` (needs ``dss-python``):
     IEEE 13, 34 and 123 at their published taps, IEEE 37 at the taps its master's
-    control solve sets. Run ``python -m jaxgrid.grid.three_phase.opendss`` after
+    control solve sets, each with its regulator controls' settings. Run ``python -m jaxgrid.grid.three_phase.opendss`` after
     changing the extraction."""
     directory = Path(directory).resolve()  # compiling changes the working directory
     for name in BUNDLED:
         feeder = from_opendss(
             bundled_master(name), commands=tap_commands(published_taps(name)), name=name
         )
-        save_feeder3(feeder, directory / f"{name}.npz")
+        regcontrols = regcontrols_from_opendss(bundled_master(name))
+        save_feeder3(feeder, directory / f"{name}.npz", regcontrols=regcontrols)
 
 
 if __name__ == "__main__":
