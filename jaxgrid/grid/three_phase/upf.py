@@ -253,7 +253,11 @@ def unbalanced_power_flow(
     lu = jax.scipy.linalg.lu_factor(y_pu)
 
     emf = source_emf(feeder)
-    i_src = jnp.zeros(m + 1, y_pu.dtype).at[gs].add(y_src @ emf)[:m]
+    i_src = (
+        jnp.zeros(m + 1, y_pu.dtype)
+        .at[gs]
+        .add(jnp.matmul(y_src, emf, precision=jax.lax.Precision.HIGHEST))[:m]
+    )
     # generation: one two-terminal source per node (to ground) and per phase pair of
     # each bus (ab, bc, ca; ground to ground where the bus lacks it)
     pairs = jnp.where(feeder.bus_nodes >= 0, feeder.bus_nodes, n)
@@ -353,7 +357,9 @@ def flow_result(
     lvur = jnp.where(three, dev / jnp.maximum(mean, 1e-12), 0.0)
 
     v_elem = v_ext[feeder.elem_nodes]
-    i_elem = jnp.einsum("eij,ej->ei", y_elem, v_elem)
+    # full precision: XLA's GPU backend runs float32 products in TF32 otherwise
+    full = jax.lax.Precision.HIGHEST
+    i_elem = jnp.einsum("eij,ej->ei", y_elem, v_elem, precision=full)
     # a closed switch joins its two nodes, so its current is what the node's other
     # elements leave over of the injection there (KCL at its first terminal)
     i_series = jnp.where(feeder.elem_switch[:, None], 0.0, i_elem)
@@ -373,7 +379,7 @@ def flow_result(
     )
     # losses as the power injected into the network (source, loads, generation): in
     # float32 the sum of each element's v * conj(i) loses its digits to cancellation
-    loss_w = jnp.real(jnp.vdot(i_inj, v))
+    loss_w = jnp.real(jnp.vdot(i_inj, v, precision=full))
     s_src = jnp.sum(v[src] * jnp.conj(i_source))
     return UnbalancedPowerFlowResult(
         v_volt=v,
