@@ -1,11 +1,12 @@
 """The three-phase voltage control environments' baselines over the measured year.
 
-    python benchmarks/voltage3_baselines.py [--env voltage13-v0] [--float64]
+    python benchmarks/voltage3_baselines.py [--env voltage13-v0] [--float64] [--fixed-taps]
 
 For each baseline (no control, volt-var droop, random actions): the share of steps with
 every monitored node in the band (MAPDN's CR), the mean of each cost a step, the mean
 reactive power and the share of steps whose power flow failed; one episode a day, every
 day of the year (366), without auto-reset, in one compiled program per policy.
+``--fixed-taps`` holds the regulators at their reset taps (``tap_control=False``).
 """
 
 from __future__ import annotations
@@ -64,6 +65,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--env", default="voltage13-v0")
     parser.add_argument("--float64", action="store_true")
+    parser.add_argument("--fixed-taps", action="store_true")
     args = parser.parse_args()
     import jax
 
@@ -71,11 +73,11 @@ def main() -> None:
         jax.config.update("jax_enable_x64", True)
     import jaxgrid
 
-    env, params = jaxgrid.make(args.env)
+    env, params = jaxgrid.make(args.env, **({"tap_control": False} if args.fixed_taps else {}))
     rows = year_table(env, params)
     names = " | ".join(env.cost_names)
     print(
-        f"| {args.env} baseline | CR | {names} (mean a step) | mean abs q (kvar) | failed | steps |"
+        f"| {args.env}{' (fixed taps)' if args.fixed_taps else ''} baseline | CR | {names} (mean a step) | mean abs q (kvar) | failed | steps |"
     )
     print("|---" * (6 + len(env.cost_names) - 1) + "|")
     for r in rows:

@@ -25,10 +25,10 @@ FULL = os.environ.get("JAXGRID_VALIDATE") == "full"
 # AC power flow of 118 buses a step, about 20 s at the smaller sizes; opf14-v0 is the same
 # code); evfleet33-v0 (64 agents over a DistFlow feeder: about 2 minutes at the defaults
 # here, mostly compiling, where two episodes in four environments see the same); and
-# voltage13-v0 (a 41-node unbalanced power flow, 40 fixed-point iterations on a complex
-# LU, a step: its defaults take about 8 minutes here, the smaller sizes 70 s)
+# voltage13-v0 and voltage123-v0 (an unbalanced power flow of 41 or 278 nodes, 40
+# fixed-point iterations a step: voltage13's defaults took about 8 minutes here)
 SMALLER = {"num_steps": 96, "num_envs": 4}
-SLOW = ("tso", "opf118", "gencos", "evfleet", "voltage13")
+SLOW = ("tso", "opf118", "gencos", "evfleet", "voltage13", "voltage123")
 CHECKED = [n for n in jaxgrid.list_envs() if FULL or not n.startswith(("tso118", "opf118"))]
 
 

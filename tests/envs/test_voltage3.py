@@ -241,7 +241,7 @@ def test_steps_against_opendss_and_failures_are_collapses():
             q_pv = inverter_q_mvar(action, p_pv, params.pv_s_max_kva)
             p_node = env.node_injection(p_pv, params)
             q_node = env.node_injection(q_pv, params)
-            flow = env.power_flow(load_mult, p_pv, q_pv, params)
+            flow = env.power_flow(load_mult, p_pv, q_pv, params.feeder.tap_pu, params)
             return flow.converged, flow.vm_pu, load_mult, p_node, q_node
 
         compared = collapsed = 0
@@ -260,3 +260,57 @@ def test_steps_against_opendss_and_failures_are_collapses():
         # (a fixed point to 1e-15 pu, e.g. row 12932 at 1.22 pu with the loads above
         # vmaxpu as impedances): those are not compared
         assert compared >= 5 and collapsed >= 3
+
+
+def test_voltage123_regulators_settle_on_opendss_taps_beside_the_inverters():
+    """With the profile row held (noon, PV at every inverter) and no reactive power, the
+    environment's regulators, one control action a step from neutral taps, settle on the
+    taps OpenDSS's own static control reaches with the same loads and PV (float64)."""
+    pytest.importorskip("dss")
+    from conftest import x64
+
+    from jaxgrid.grid.three_phase import bundled_master
+    from jaxgrid.grid.three_phase.opendss import dss_engine
+
+    with x64():
+        env, params = jaxgrid.make("voltage123-v0")
+        _, state = env.reset(KEY, params)
+        state = state.replace(time=jnp.int32(NOON))
+        action = jnp.zeros((env.num_agents, 1))
+        step = jax.jit(env.step_env)
+        taps = [np.asarray(state.tap_pu)]
+        for _ in range(12):
+            _, state, _, _, _, info = step(KEY, state.replace(time=jnp.int32(NOON)), action, params)
+            taps.append(np.asarray(state.tap_pu))
+        assert not bool(info["power_flow_failed"])
+        assert np.any(taps[1] != 1.0)  # the controls act
+        np.testing.assert_array_equal(taps[-1], taps[-4])  # and have settled
+        load_mult, p_pv = jax.device_get(env.exogenous(state.start + NOON, params))
+        p_node = np.asarray(env.node_injection(jnp.asarray(p_pv), params))
+        assert p_node.sum() > 1000  # kW of PV at noon
+
+    feeder = params.feeder
+    engine = dss_engine()
+    engine.Text.Command = "clear"
+    engine.Text.Command = f'compile "{bundled_master("ieee123")}"'
+    load_id = np.asarray(feeder.load_id)
+    for i, name in enumerate(feeder.load_names):
+        mult = float(load_mult[load_id == i][0])
+        kw = np.asarray(feeder.load_p_w)[load_id == i].sum() / 1e3 * mult
+        kvar = np.asarray(feeder.load_q_var)[load_id == i].sum() / 1e3 * mult
+        engine.Text.Command = f"load.{name}.kW={kw} kvar={kvar}"
+    vbase = np.asarray(feeder.vbase_v)
+    for k in np.nonzero(p_node)[0]:
+        engine.Text.Command = (
+            f"new generator.pv{k} bus1={feeder.node_names[k]} phases=1 "
+            f"kV={vbase[k] / 1e3} kW={p_node[k]} kvar=0 model=1 vminpu=0.5 vmaxpu=1.5"
+        )
+    circuit = engine.ActiveCircuit
+    for control in circuit.RegControls:
+        control.TapNumber = 0
+    for command in ("set controlmode=static", "set tolerance=1e-12", "solve"):
+        engine.Text.Command = command
+    assert circuit.Solution.Converged
+    opendss_taps = {c.Transformer.lower(): c.TapNumber for c in circuit.RegControls}
+    ours = np.round((taps[-1] - 1.0) / 0.00625).astype(int)
+    assert list(ours) == [opendss_taps[name] for name in feeder.regulator_names]

@@ -1,4 +1,5 @@
-"""Three-phase active voltage control: ``voltage13-v0`` on the IEEE 13 node feeder."""
+"""Three-phase active voltage control: ``voltage13-v0`` on the IEEE 13 node feeder and
+``voltage123-v0`` on the IEEE 123 node feeder."""
 
 from __future__ import annotations
 
@@ -9,12 +10,13 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxgrid.data.simbench import simbench_profiles
+from jaxgrid.devices.regulator import load_regcontrols
 from jaxgrid.devices.renewable import S_MAX_RATIO
 from jaxgrid.envs.voltage3 import params_rules  # noqa: F401 (declares the params' ranges)
 from jaxgrid.envs.voltage3.baselines import no_control, volt_var_droop3
 from jaxgrid.envs.voltage3.env import N_ITER, Voltage3Control
 from jaxgrid.envs.voltage3.types import Voltage3Params, Voltage3State
-from jaxgrid.grid.three_phase import load_feeder3
+from jaxgrid.grid.three_phase import build_port_zbus, load_feeder3
 from jaxgrid.registry import register
 from jaxgrid.rewards.scalarise import Scalarisation
 from jaxgrid.rewards.voltage_barrier import BARRIERS
@@ -24,9 +26,10 @@ from jaxgrid.rewards.voltage_barrier import BARRIERS
 # phase); installed PV peak as a multiple of the feeder's total nominal load, shared per
 # connected phase; the load multiplier (the SimBench load profiles peak at 1); the
 # nodes left out of the voltage objective and band (the transmission source and the
-# substation's secondary, held by the source). The regulators stay at neutral taps
-# (1.0): at the published taps (up to +6.9 %) every node is above 1.05 pu whenever the
-# load is light, which no inverter can correct.
+# substation's secondary, held by the source); whether the regulators' own controls move
+# their taps (default: fixed). Every episode starts at neutral taps (1.0): at the
+# published taps (up to +6.9 %, set for the nominal load) every node is above 1.05 pu
+# whenever the load is light, which no inverter can correct.
 SCENARIOS = {
     "voltage13": dict(
         feeder="ieee13",
@@ -34,6 +37,21 @@ SCENARIOS = {
         pv_penetration=4.0,
         load_scale=1.0,
         unmonitored=("sourcebus", "650"),
+    ),
+    # four three-phase inverters at the ends of the trunk's branches and twelve
+    # single-phase ones, four per phase, on the laterals of that phase
+    "voltage123": dict(
+        feeder="ieee123",
+        pv={
+            **{bus: "abc" for bus in ("48", "65", "83", "108")},
+            **{bus: "a" for bus in ("11", "33", "70", "114")},
+            **{bus: "b" for bus in ("22", "39", "59", "107")},
+            **{bus: "c" for bus in ("6", "17", "75", "104")},
+        },
+        pv_penetration=3.0,
+        load_scale=1.0,
+        unmonitored=("150", "150r"),
+        tap_control=True,
     ),
 }
 STEPS_PER_DAY = 96  # 15-minute steps
@@ -47,7 +65,8 @@ def make_voltage3(
     q_weight: float = 0.1,
     load_scale: float | None = None,
     pv_penetration: float | None = None,
-    taps: str = "neutral",
+    taps: str | None = None,
+    tap_control: bool | None = None,
     n_iter: int = N_ITER,
     power_flow_penalty: float = 0.1,
 ):
@@ -60,8 +79,11 @@ def make_voltage3(
         load_scale: multiplier of every load (default: the scenario's).
         pv_penetration: installed PV peak over the feeder's nominal load (default: the
             scenario's).
-        taps: ``"neutral"`` (every regulator at 1.0) or ``"published"`` (the taps
-            OpenDSS's regulator controls reach on the published feeder).
+        taps: the regulators' taps at reset: ``"neutral"`` (every regulator at 1.0) or
+            ``"published"`` (the taps OpenDSS's regulator controls reach on the
+            published feeder at its nominal load); default: the scenario's.
+        tap_control: the regulators' own controls move their taps once a step
+            (default: the scenario's).
         n_iter: fixed-point iterations of the power flow per step, 1 to 100.
         power_flow_penalty: reward lost per agent, on a step whose power flow fails, for
             that step and each step the episode loses (it ends there).
@@ -72,6 +94,9 @@ def make_voltage3(
         )
     if barrier not in BARRIERS:
         raise ValueError(f"unknown barrier {barrier!r}; expected one of {list(BARRIERS)}")
+    spec = SCENARIOS.get(scenario, {})
+    taps = spec.get("taps", "neutral") if taps is None else taps
+    tap_control = spec.get("tap_control", False) if tap_control is None else bool(tap_control)
     if taps not in ("neutral", "published"):
         raise ValueError(f"unknown taps {taps!r}; expected 'neutral' or 'published'")
     if not 1 <= int(n_iter) <= 100:
@@ -100,6 +125,9 @@ def make_voltage3(
     commercial = np.asarray(feeder.load_id) % COMMERCIAL_EVERY == COMMERCIAL_EVERY - 1
     params = Voltage3Params(
         feeder=feeder,
+        zbus=build_port_zbus(feeder, gen_nodes=np.unique(pv_nodes[pv_phases])),
+        regcontrol=load_regcontrols(spec["feeder"]),
+        tap_control=np.bool_(tap_control),
         profiles=data,
         load_profile=commercial.astype(np.int32),  # column 0 households, 1 commerce
         load_scale=np.float32(spec["load_scale"] if load_scale is None else load_scale),

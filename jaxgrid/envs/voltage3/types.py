@@ -5,7 +5,8 @@ from __future__ import annotations
 from flax import struct
 
 from jaxgrid.data.profiles import Profiles
-from jaxgrid.grid.three_phase import Feeder3
+from jaxgrid.devices.regulator import RegControlSettings
+from jaxgrid.grid.three_phase import Feeder3, PortZbus
 from jaxgrid.rewards.scalarise import Scalarisation
 from jaxgrid.types import Array
 
@@ -18,12 +19,14 @@ class Voltage3State:
     vm_pu: ``(n_node,)`` line-to-neutral voltage of every node of the last power flow, pu.
     q_kvar: ``(n_pv,)`` reactive power each inverter gave in the last step (all its
         phases together), kvar.
+    tap_pu: ``(n_reg,)`` the regulators' taps for the next step, pu.
     """
 
     time: Array
     start: Array
     vm_pu: Array
     q_kvar: Array
+    tap_pu: Array
 
 
 @struct.dataclass
@@ -31,7 +34,15 @@ class Voltage3Params:
     """Everything a scenario may vary.
 
     Attributes:
-        feeder: the unbalanced feeder (its ``tap_pu`` are the regulators' fixed taps).
+        feeder: the unbalanced feeder (its ``tap_pu`` are the regulators' taps at reset).
+        zbus: ``feeder``'s port Z-bus with a generator on every inverter node
+            (:func:`~jaxgrid.grid.three_phase.build_port_zbus`): loads, taps and
+            injections may vary, the network (lines, transformers, capacitors) is
+            ``feeder``'s at the build.
+        regcontrol: the feeder's regulator controls (OpenDSS's ``RegControl`` settings).
+        tap_control: ``()`` bool: after each step's power flow every regulator control
+            acts once (:func:`~jaxgrid.devices.regulator.tap_step`, OpenDSS's law); False:
+            the taps stay at ``feeder.tap_pu``.
         profiles: load multipliers and PV availability per time step, with the days
             episodes start on.
         load_profile: ``(n_lp,)`` int32 column of ``profiles.load`` driving each load phase.
@@ -55,6 +66,9 @@ class Voltage3Params:
     """
 
     feeder: Feeder3
+    zbus: PortZbus
+    regcontrol: RegControlSettings
+    tap_control: Array
     profiles: Profiles
     load_profile: Array
     load_scale: Array
