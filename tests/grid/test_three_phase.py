@@ -144,3 +144,14 @@ def test_voltage_collapse_is_reported_with_finite_numbers():
     assert not bool(result.converged)
     for leaf in jax.tree_util.tree_leaves(result):
         assert np.all(np.isfinite(np.asarray(leaf)))
+
+
+def test_float32_lu_failure_is_reported_with_finite_numbers():
+    """At these taps float32's LU of IEEE 123's nodal matrix is not finite (its 5e5 pu
+    regulator admittances): the result is finite and not converged, never NaN."""
+    taps = (1 + 0.00625 * np.array([6, 4, 7, 5, 13, 9, 9])).astype(np.float32)
+    feeder = load_feeder3("ieee123").replace(tap_pu=taps)
+    result = jax.jit(unbalanced_power_flow)(feeder, 1.0)
+    assert not bool(result.converged)
+    for leaf in jax.tree_util.tree_leaves(result):
+        assert np.all(np.isfinite(np.asarray(leaf)))

@@ -40,9 +40,10 @@ the matrix's condition: on IEEE 123 float32 is within 1e-6 pu of OpenDSS at any 
 float32 5e-3 pu there).
 
 Cost per iteration: one complex ``n_port x n_port`` matrix-vector product (``8 n_port^2``
-real FLOPs; IEEE 123: 122 ports, 1.2e5 FLOPs), plus ``8 n_node n_port`` once at the end
-(2.7e5) and the ``n_reg K`` system (small). Under ``vmap`` the products are matrix-matrix
-products over the batch.
+real FLOPs; IEEE 123: 113 ports, 1.0e5 FLOPs) and the taps' rank-``2 n_t`` correction
+(``32 n_port n_t``; 9 tapped conductors, 3.3e4), plus ``8 n_node n_port`` once at the end
+(2.5e5) and the ``2 n_t`` system once per tap setting. Under ``vmap`` the products are
+matrix-matrix products over the batch (``benchmarks/three_phase_speed.py``).
 
 The port model is valid for the feeder's elements (lines, transformers, capacitors,
 source impedance) it was built from: loads (powers, models), taps, the source EMF and

@@ -80,7 +80,8 @@ class UnbalancedPowerFlowResult:
         converged: ``()`` bool: the iteration stayed finite, and its last step changed no
             load phase's voltage (nor a generator's) by more than ``tol_pu``. Where it
             did not stay finite (voltage collapse), the voltages are the nominal loads'
-            constant-impedance solution and ``mismatch_pu`` the largest float.
+            constant-impedance solution (a flat profile where that is not finite either)
+            and ``mismatch_pu`` the largest float.
         mismatch_pu: ``()`` largest change of a load phase's voltage (pu of its base) or
             a generator's in the last iteration.
     """
@@ -318,10 +319,18 @@ def unbalanced_power_flow(
     v0 = solve(i_src)
     huge = jnp.finfo(real).max
     v, mismatch = jax.lax.fori_loop(0, n_iter, body, (v0, jnp.asarray(huge, real)))
+
     # a loading without solution (voltage collapse) is reported, with finite numbers: the
-    # constant-impedance solution stands in for a diverged iteration
-    finite = jnp.all(jnp.isfinite(v.real) & jnp.isfinite(v.imag)) & jnp.isfinite(mismatch)
-    v = jnp.where(finite, v, v0)
+    # constant-impedance solution stands in for a diverged iteration, and a flat profile
+    # (each node at its base voltage and phase angle) where that is not finite either
+    # (float32's LU of IEEE 123 at some taps)
+    def is_finite(x):
+        return jnp.all(jnp.isfinite(x.real) & jnp.isfinite(x.imag))
+
+    finite = is_finite(v) & jnp.isfinite(mismatch)
+    phase = jnp.clip(feeder.node_phase - 1, 0, 2)
+    flat = feeder.vbase_v * jnp.exp(1j * jnp.deg2rad(-120.0 * phase)).astype(v.dtype)
+    v = jnp.where(finite, v, jnp.where(is_finite(v0), v0, flat))
     mismatch = jnp.where(finite, mismatch, huge)
     i_dev, _, _ = device_injection(v)
     return flow_result(feeder, v, y_elem, i_dev[:n], mismatch, tol_pu)
