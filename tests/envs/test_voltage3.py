@@ -44,6 +44,16 @@ def by_hand_injections(params, row, action):
     return p_node, q_node, np.array(q_total)
 
 
+def set_opendss_loads(engine, feeder, load_mult):
+    """Each OpenDSS load of ``feeder`` at its load phases' multiplier ``load_mult``."""
+    load_id = np.asarray(feeder.load_id)
+    for i, name in enumerate(feeder.load_names):
+        mult = float(load_mult[load_id == i][0])
+        kw = np.asarray(feeder.load_p_w)[load_id == i].sum() / 1e3 * mult
+        kvar = np.asarray(feeder.load_q_var)[load_id == i].sum() / 1e3 * mult
+        engine.Text.Command = f"load.{name}.kW={kw} kvar={kvar}"
+
+
 def test_step_solves_the_feeder_with_the_inverter_injections(made):
     env, params = made
     _, state = env.reset(KEY, params)
@@ -212,12 +222,7 @@ def test_steps_against_opendss_and_failures_are_collapses():
             engine.Text.Command = command
         engine.Text.Command = "set tolerance=1e-9"
         engine.Text.Command = "set maxiterations=1000"
-        load_id = np.asarray(feeder.load_id)
-        for i, name in enumerate(feeder.load_names):
-            mult = float(load_mult[load_id == i][0])
-            kw = np.asarray(feeder.load_p_w)[load_id == i].sum() / 1e3 * mult
-            kvar = np.asarray(feeder.load_q_var)[load_id == i].sum() / 1e3 * mult
-            engine.Text.Command = f"load.{name}.kW={kw} kvar={kvar}"
+        set_opendss_loads(engine, feeder, load_mult)
         vbase = np.asarray(feeder.vbase_v)
         for k in np.nonzero((p_node != 0) | (q_node != 0))[0]:
             engine.Text.Command = (
@@ -293,12 +298,7 @@ def test_voltage123_regulators_settle_on_opendss_taps_beside_the_inverters():
     engine = dss_engine()
     engine.Text.Command = "clear"
     engine.Text.Command = f'compile "{bundled_master("ieee123")}"'
-    load_id = np.asarray(feeder.load_id)
-    for i, name in enumerate(feeder.load_names):
-        mult = float(load_mult[load_id == i][0])
-        kw = np.asarray(feeder.load_p_w)[load_id == i].sum() / 1e3 * mult
-        kvar = np.asarray(feeder.load_q_var)[load_id == i].sum() / 1e3 * mult
-        engine.Text.Command = f"load.{name}.kW={kw} kvar={kvar}"
+    set_opendss_loads(engine, feeder, load_mult)
     vbase = np.asarray(feeder.vbase_v)
     for k in np.nonzero(p_node)[0]:
         engine.Text.Command = (

@@ -25,6 +25,7 @@ import pytest
 from conftest import x64
 
 from jaxgrid.grid.three_phase import (
+    constant_power_loads,
     lindist3flow,
     lindist3flow_model,
     load_feeder3,
@@ -101,22 +102,6 @@ def test_two_bus_delta_load_by_hand(tmp_path):
     np.testing.assert_allclose(np.asarray(result.vm_pu)[far], expected, atol=1e-6)
 
 
-def _constant_power(feeder):
-    """The feeder with every load phase constant power between 0.5 and 1.5 pu (the
-    reference for LinDist3Flow's own load model), built here rather than by the module."""
-    k = feeder.n_load_phase
-    only_p = np.tile([0.0, 0.0, 1.0], (k, 1))
-    return feeder.replace(
-        load_zip_p=only_p,
-        load_zip_q=only_p,
-        load_p_exp=np.zeros(k),
-        load_q_exp=np.zeros(k),
-        load_vlowpu=np.full(k, 0.4),
-        load_vminpu=np.full(k, 0.5),
-        load_vmaxpu=np.full(k, 1.5),
-    )
-
-
 # largest error (pu) at x0.7 and x1.3, no PV, measured with benchmarks/lindist3flow_error.py
 # (LN over grounded nodes but the source's; LL on IEEE 37), and the bound asserted
 MEASURED = {
@@ -132,7 +117,7 @@ def _max_error(name, scale):
         feeder = load_feeder3(name)
         model = lindist3flow_model(feeder)
         lin = jax.jit(lindist3flow)(model, scale)
-        exact = jax.jit(unbalanced_power_flow)(_constant_power(feeder), scale)
+        exact = jax.jit(unbalanced_power_flow)(constant_power_loads(feeder), scale)
     assert bool(exact.converged)
     if name == "ieee37":
         present = np.asarray(exact.vll_pu) > 0
@@ -166,8 +151,8 @@ def test_pv_injections_against_exact_solver():
         p_ll[feeder.bus_names.index("671"), 0] = 200.0
         pv = (p, 0.2 * p, p_ll, 0.2 * p_ll)
         lin, lin0 = lindist3flow(model, 0.7, *pv), lindist3flow(model, 0.7)
-        exact = unbalanced_power_flow(_constant_power(feeder), 0.7, *pv)
-        exact0 = unbalanced_power_flow(_constant_power(feeder), 0.7)
+        exact = unbalanced_power_flow(constant_power_loads(feeder), 0.7, *pv)
+        exact0 = unbalanced_power_flow(constant_power_loads(feeder), 0.7)
     assert bool(exact.converged) and bool(exact0.converged)
     grounded = np.asarray(model.grounded).copy()
     grounded[np.asarray(feeder.source_nodes)] = False

@@ -87,6 +87,20 @@ def _command(dss, text: str) -> None:
     dss.Text.Command = text
 
 
+def _compiled(master_file, commands):
+    """The OpenDSS engine with ``master_file`` compiled and ``commands`` run, and the
+    file's resolved path."""
+    dss = dss_engine()
+    path = Path(master_file).resolve()
+    if not path.is_file():
+        raise ValueError(f"OpenDSS master file {path} does not exist")
+    _command(dss, "clear")
+    _command(dss, f'compile "{path}"')
+    for text in commands:
+        _command(dss, text)
+    return dss, path
+
+
 def _yprim(element) -> np.ndarray:
     flat = np.asarray(element.Yprim, dtype=np.float64)
     n = int(round(np.sqrt(flat.size // 2)))
@@ -118,14 +132,7 @@ def from_opendss(master_file, commands=(), name: str | None = None) -> Feeder3:
         ValueError: naming every unsupported element or load model, an OpenDSS error,
             or a node without a voltage base.
     """
-    dss = dss_engine()
-    path = Path(master_file).resolve()
-    if not path.is_file():
-        raise ValueError(f"OpenDSS master file {path} does not exist")
-    _command(dss, "clear")
-    _command(dss, f'compile "{path}"')
-    for text in commands:
-        _command(dss, text)
+    dss, path = _compiled(master_file, commands)
     circuit = dss.ActiveCircuit
     element = circuit.ActiveCktElement
     all_elements = [e for e in circuit.AllElementNames]
@@ -420,14 +427,7 @@ def regcontrols_from_opendss(master_file, commands=()) -> dict:
             a lead-connected delta winding, or delays that differ between controls (in
             OpenDSS's static mode only the controls with the shortest delay act at once).
     """
-    dss = dss_engine()
-    path = Path(master_file).resolve()
-    if not path.is_file():
-        raise ValueError(f"OpenDSS master file {path} does not exist")
-    _command(dss, "clear")
-    _command(dss, f'compile "{path}"')
-    for text in commands:
-        _command(dss, text)
+    dss, path = _compiled(master_file, commands)
     circuit = dss.ActiveCircuit
     element = circuit.ActiveCktElement
     node_index = {}
