@@ -314,3 +314,64 @@ def test_voltage123_regulators_settle_on_opendss_taps_beside_the_inverters():
     opendss_taps = {c.Transformer.lower(): c.TapNumber for c in circuit.RegControls}
     ours = np.round((taps[-1] - 1.0) / 0.00625).astype(int)
     assert list(ours) == [opendss_taps[name] for name in feeder.regulator_names]
+
+
+def test_voltage123_regulator_agents_set_the_taps_the_step_solves_with():
+    """A regulator agent's action moves its tap by round(4 a) steps (clipped to its
+    range) before the step's power flow, and that power flow is OpenDSS's at those taps
+    with the step's loads and PV (float64); the regulator rows observe the monitored
+    node's voltage and the tap."""
+    pytest.importorskip("dss")
+    from conftest import x64
+
+    from jaxgrid.grid.three_phase import bundled_master, tap_commands
+    from jaxgrid.grid.three_phase.opendss import dss_engine
+
+    with x64():
+        env, params = jaxgrid.make("voltage123-reg-v0")
+        assert env.agent_types.count("regulator") == 7 and not bool(params.tap_control)
+        _, state = env.reset(KEY, params)
+        state = state.replace(time=jnp.int32(NOON), tap_pu=state.tap_pu.at[0].set(1.09375))
+        action = jnp.zeros((env.num_agents, 1))
+        # reg1a +1 a step (clipped at 1.1 from 1.09375), reg2a -0.6 -> -2 steps, reg3a 0.1 -> 0
+        action = action.at[-7:, 0].set(jnp.array([1.0, -0.6, 0.1, 0.0, 0.3, 0.0, 0.0]))
+        obs, new_state, _, _, _, info = jax.jit(env.step_env)(KEY, state, action, params)
+        expected = np.array([1.1, 1 - 2 * 0.00625, 1.0, 1.0, 1.00625, 1.0, 1.0])
+        np.testing.assert_allclose(np.asarray(info["tap_pu"]), expected, atol=1e-12)
+        np.testing.assert_allclose(np.asarray(new_state.tap_pu), expected, atol=1e-12)
+        np.testing.assert_allclose(np.asarray(obs[-7:, -1]), expected, atol=1e-12)
+        monitored = np.asarray(params.regcontrol.pt_node_from)
+        np.testing.assert_allclose(obs[-7:, -2], np.asarray(info["vm_pu"])[monitored])
+        load_mult, p_pv = jax.device_get(env.exogenous(state.start + NOON, params))
+        p_node = np.asarray(env.node_injection(jnp.asarray(p_pv), params))
+        vm = np.asarray(info["vm_pu"])
+
+    feeder = params.feeder
+    engine = dss_engine()
+    engine.Text.Command = "clear"
+    engine.Text.Command = f'compile "{bundled_master("ieee123")}"'
+    for command in tap_commands(dict(zip(feeder.regulator_names, expected.tolist()))):
+        engine.Text.Command = command
+    set_opendss_loads(engine, feeder, load_mult)
+    vbase = np.asarray(feeder.vbase_v)
+    for k in np.nonzero(p_node)[0]:
+        engine.Text.Command = (
+            f"new generator.pv{k} bus1={feeder.node_names[k]} phases=1 "
+            f"kV={vbase[k] / 1e3} kW={p_node[k]} kvar=0 model=1 vminpu=0.5 vmaxpu=1.5"
+        )
+    engine.Text.Command = "set tolerance=1e-12"
+    engine.Text.Command = "solve"
+    volts = np.asarray(engine.ActiveCircuit.AllBusVolts)
+    vm_dss = np.abs(volts[0::2] + 1j * volts[1::2]) / vbase
+    np.testing.assert_allclose(vm, vm_dss, atol=1e-6)
+
+
+def test_voltage123_regulator_agents_refuse_tap_control():
+    from jaxgrid.envs.voltage3 import make_voltage3_regulators
+
+    with pytest.raises(ValueError, match="unexpected keyword argument 'tap_control'"):
+        jaxgrid.make("voltage123-reg-v0", tap_control=True)
+    with pytest.raises(ValueError, match="tap_control is not an argument"):
+        make_voltage3_regulators(tap_control=True)
+    with pytest.raises(ValueError, match="max_tap_steps = 0"):
+        jaxgrid.make("voltage123-reg-v0", max_tap_steps=0)

@@ -1,5 +1,6 @@
-"""Three-phase active voltage control: ``voltage13-v0`` on the IEEE 13 node feeder and
-``voltage123-v0`` on the IEEE 123 node feeder."""
+"""Three-phase active voltage control: ``voltage13-v0`` on the IEEE 13 node feeder,
+``voltage123-v0`` on the IEEE 123 node feeder, and ``voltage123-reg-v0`` with its
+regulators as agents too."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from jaxgrid.devices.renewable import S_MAX_RATIO
 from jaxgrid.envs.voltage3 import params_rules  # noqa: F401 (declares the params' ranges)
 from jaxgrid.envs.voltage3.baselines import no_control, volt_var_droop3
 from jaxgrid.envs.voltage3.env import N_ITER, Voltage3Control
+from jaxgrid.envs.voltage3.regulator_agents import MAX_TAP_STEPS, Voltage3RegulatorAgents
 from jaxgrid.envs.voltage3.types import Voltage3Params, Voltage3State
 from jaxgrid.grid.three_phase import build_port_zbus, load_feeder3
 from jaxgrid.registry import register
@@ -156,6 +158,48 @@ def make_voltage3(
     return env, params
 
 
+def make_voltage3_regulators(
+    scenario: str = "voltage123", max_tap_steps: int = MAX_TAP_STEPS, **kwargs
+):
+    """:func:`make_voltage3` with the regulators as agents beside the inverters
+    (:class:`Voltage3RegulatorAgents`; their own controls off).
+
+    Args:
+        scenario: a key of :data:`SCENARIOS`.
+        max_tap_steps: tap steps a regulator agent moves at most in one step, 1 to 16.
+        **kwargs: :func:`make_voltage3`'s arguments but ``tap_control``.
+    """
+    if not 1 <= int(max_tap_steps) <= 16:
+        raise ValueError(f"max_tap_steps = {max_tap_steps}: expected 1 to 16")
+    if "tap_control" in kwargs:
+        raise ValueError("the regulators are agents here: tap_control is not an argument")
+    env, params = make_voltage3(scenario, tap_control=False, **kwargs)
+    agents = Voltage3RegulatorAgents(
+        params,
+        horizon=env.horizon,
+        pv_agents=env.agents,
+        regulator_agents=tuple(f"reg_{name}" for name in params.feeder.regulator_names),
+        max_tap_steps=max_tap_steps,
+        n_iter=env.n_iter,
+        name=f"{scenario}-reg-v0",
+    )
+    return agents, params
+
+
+def _register_regulator_agents(scenario: str) -> None:
+    def factory(**overrides):
+        return make_voltage3_regulators(scenario, **overrides)
+
+    base = [
+        p
+        for p in list(inspect.signature(make_voltage3).parameters.values())[1:]
+        if p.name != "tap_control"
+    ]
+    extra = inspect.signature(make_voltage3_regulators).parameters["max_tap_steps"]
+    factory.__signature__ = inspect.Signature([extra, *base])
+    register(f"{scenario}-reg-v0", factory)
+
+
 def _register(scenario: str) -> None:
     def factory(**overrides):
         return make_voltage3(scenario, **overrides)
@@ -168,13 +212,16 @@ def _register(scenario: str) -> None:
 
 for _scenario in SCENARIOS:
     _register(_scenario)
+_register_regulator_agents("voltage123")
 
 __all__ = [
     "SCENARIOS",
     "Voltage3Control",
     "Voltage3Params",
+    "Voltage3RegulatorAgents",
     "Voltage3State",
     "make_voltage3",
+    "make_voltage3_regulators",
     "no_control",
     "volt_var_droop3",
 ]

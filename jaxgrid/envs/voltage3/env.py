@@ -71,9 +71,9 @@ import numpy as np
 
 from jaxgrid import spaces
 from jaxgrid.data.profiles import sample_start
+from jaxgrid.devices.regulator import regulator_voltage, tap_step
 from jaxgrid.devices.renewable import inverter_q_mvar
 from jaxgrid.env import Environment, Transition
-from jaxgrid.devices.regulator import regulator_voltage, tap_step
 from jaxgrid.envs.voltage3.baselines import no_control, volt_var_droop3
 from jaxgrid.envs.voltage3.types import Voltage3Params, Voltage3State
 from jaxgrid.grid.limits import voltage_violation_pu
@@ -216,9 +216,7 @@ class Voltage3Control(Environment):
         control = tap_step(
             params.regcontrol,
             state.tap_pu,
-            regulator_voltage(
-                params.regcontrol, params.feeder.replace(tap_pu=state.tap_pu), flow
-            ),
+            regulator_voltage(params.regcontrol, params.feeder.replace(tap_pu=state.tap_pu), flow),
         )
         taps = jnp.where(params.tap_control & ~failed, control.tap_pu, state.tap_pu)
         # nothing is taken from a failed solve: the last voltages, no unbalance, loading
@@ -287,6 +285,4 @@ class Voltage3Control(Environment):
         of day."""
         load_mult, p_pv = self.exogenous(state.start + state.time, params)
         t = (state.time / self.horizon).astype(p_pv.dtype)
-        return jnp.concatenate(
-            [state.vm_pu, load_mult, p_pv, state.q_kvar, state.tap_pu, t[None]]
-        )
+        return jnp.concatenate([state.vm_pu, load_mult, p_pv, state.q_kvar, state.tap_pu, t[None]])
