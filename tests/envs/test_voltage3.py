@@ -54,6 +54,17 @@ def set_opendss_loads(engine, feeder, load_mult):
         engine.Text.Command = f"load.{name}.kW={kw} kvar={kvar}"
 
 
+def add_opendss_pv(engine, feeder, p_node, q_node):
+    """A constant-power single-phase ``Generator`` on every node with PV (kW, kvar)."""
+    vbase = np.asarray(feeder.vbase_v)
+    for k in np.nonzero((p_node != 0) | (q_node != 0))[0]:
+        engine.Text.Command = (
+            f"new generator.pv{k} bus1={feeder.node_names[k]} phases=1 "
+            f"kV={vbase[k] / 1e3} kW={p_node[k]} kvar={q_node[k]} model=1 "
+            "vminpu=0.5 vmaxpu=1.5"
+        )
+
+
 def test_step_solves_the_feeder_with_the_inverter_injections(made):
     env, params = made
     _, state = env.reset(KEY, params)
@@ -223,13 +234,8 @@ def test_steps_against_opendss_and_failures_are_collapses():
         engine.Text.Command = "set tolerance=1e-9"
         engine.Text.Command = "set maxiterations=1000"
         set_opendss_loads(engine, feeder, load_mult)
+        add_opendss_pv(engine, feeder, p_node, q_node)
         vbase = np.asarray(feeder.vbase_v)
-        for k in np.nonzero((p_node != 0) | (q_node != 0))[0]:
-            engine.Text.Command = (
-                f"new generator.pv{k} bus1={feeder.node_names[k]} phases=1 "
-                f"kV={vbase[k] / 1e3} kW={p_node[k]} kvar={q_node[k]} model=1 "
-                "vminpu=0.5 vmaxpu=1.5"
-            )
         engine.Text.Command = "solve"
         circuit = engine.ActiveCircuit
         volts = np.asarray(circuit.AllBusVolts)
@@ -299,12 +305,7 @@ def test_voltage123_regulators_settle_on_opendss_taps_beside_the_inverters():
     engine.Text.Command = "clear"
     engine.Text.Command = f'compile "{bundled_master("ieee123")}"'
     set_opendss_loads(engine, feeder, load_mult)
-    vbase = np.asarray(feeder.vbase_v)
-    for k in np.nonzero(p_node)[0]:
-        engine.Text.Command = (
-            f"new generator.pv{k} bus1={feeder.node_names[k]} phases=1 "
-            f"kV={vbase[k] / 1e3} kW={p_node[k]} kvar=0 model=1 vminpu=0.5 vmaxpu=1.5"
-        )
+    add_opendss_pv(engine, feeder, p_node, np.zeros_like(p_node))
     circuit = engine.ActiveCircuit
     for control in circuit.RegControls:
         control.TapNumber = 0
@@ -333,7 +334,7 @@ def test_voltage123_regulator_agents_set_the_taps_the_step_solves_with():
         _, state = env.reset(KEY, params)
         state = state.replace(time=jnp.int32(NOON), tap_pu=state.tap_pu.at[0].set(1.09375))
         action = jnp.zeros((env.num_agents, 1))
-        # reg1a +1 a step (clipped at 1.1 from 1.09375), reg2a -0.6 -> -2 steps, reg3a 0.1 -> 0
+        # reg1a a = 1: 4 steps from 1.09375, clipped at 1.1; reg2a -0.6: -2 steps; reg3a 0.1: 0
         action = action.at[-7:, 0].set(jnp.array([1.0, -0.6, 0.1, 0.0, 0.3, 0.0, 0.0]))
         obs, new_state, _, _, _, info = jax.jit(env.step_env)(KEY, state, action, params)
         expected = np.array([1.1, 1 - 2 * 0.00625, 1.0, 1.0, 1.00625, 1.0, 1.0])
@@ -353,16 +354,11 @@ def test_voltage123_regulator_agents_set_the_taps_the_step_solves_with():
     for command in tap_commands(dict(zip(feeder.regulator_names, expected.tolist()))):
         engine.Text.Command = command
     set_opendss_loads(engine, feeder, load_mult)
-    vbase = np.asarray(feeder.vbase_v)
-    for k in np.nonzero(p_node)[0]:
-        engine.Text.Command = (
-            f"new generator.pv{k} bus1={feeder.node_names[k]} phases=1 "
-            f"kV={vbase[k] / 1e3} kW={p_node[k]} kvar=0 model=1 vminpu=0.5 vmaxpu=1.5"
-        )
+    add_opendss_pv(engine, feeder, p_node, np.zeros_like(p_node))
     engine.Text.Command = "set tolerance=1e-12"
     engine.Text.Command = "solve"
     volts = np.asarray(engine.ActiveCircuit.AllBusVolts)
-    vm_dss = np.abs(volts[0::2] + 1j * volts[1::2]) / vbase
+    vm_dss = np.abs(volts[0::2] + 1j * volts[1::2]) / np.asarray(feeder.vbase_v)
     np.testing.assert_allclose(vm, vm_dss, atol=1e-6)
 
 

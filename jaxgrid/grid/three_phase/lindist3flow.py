@@ -66,6 +66,7 @@ import numpy as np
 from flax import struct
 
 from jaxgrid.grid.three_phase.feeder3 import Feeder3
+from jaxgrid.grid.three_phase.upf import element_admittances64
 from jaxgrid.types import Array, float_dtype
 
 # a node whose driving-point impedance in the series network exceeds this (pu of its base
@@ -121,18 +122,6 @@ class LinDist3FlowResult:
 
     vm_pu: Array
     vll_pu: Array
-
-
-def _element_admittances_np(feeder: Feeder3) -> np.ndarray:
-    """``(n_elem, K, K)`` primitive admittances at the feeder's taps, S, complex128
-    (the host-side twin of :func:`~jaxgrid.grid.three_phase.upf.element_admittances`)."""
-    y = np.asarray(feeder.elem_g_s, np.float64) + 1j * np.asarray(feeder.elem_b_s, np.float64)
-    tap = np.asarray(feeder.tap_pu, np.float64)
-    reg = np.asarray(feeder.reg_elem)
-    d = np.where(np.asarray(feeder.reg_tapped), 1.0 / tap[:, None], 1.0)
-    y0 = np.asarray(feeder.reg_g0_s, np.float64) + 1j * np.asarray(feeder.reg_b0_s, np.float64)
-    y[reg] = d[:, :, None] * y[reg] * d[:, None, :] + y0
-    return y
 
 
 def _series_and_shunt(feeder: Feeder3, y_elem: np.ndarray):
@@ -192,7 +181,7 @@ def lindist3flow_model(feeder: Feeder3) -> LinDist3Flow:
     group = np.append(np.asarray(feeder.node_group), m)
     vb = np.append(np.asarray(feeder.vbase_v, np.float64), 1.0)
 
-    y_series, y_shunt = _series_and_shunt(feeder, _element_admittances_np(feeder))
+    y_series, y_shunt = _series_and_shunt(feeder, element_admittances64(feeder))
     src = group[np.asarray(feeder.source_nodes)]
     y_src = np.asarray(feeder.source_g_s) + 1j * np.asarray(feeder.source_b_s)
     angle = np.deg2rad(float(feeder.source_angle_deg) - 120.0 * np.arange(3))

@@ -56,6 +56,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import numpy as np
+import scipy.linalg
 from flax import struct
 
 from jaxgrid.grid.three_phase.feeder3 import Feeder3
@@ -64,6 +65,7 @@ from jaxgrid.grid.three_phase.upf import (
     UnbalancedPowerFlowResult,
     as_arrays,
     element_admittances,
+    element_admittances64,
     flow_result,
     load_admittance,
     source_emf,
@@ -153,17 +155,9 @@ def _nodal_admittance64(feeder: Feeder3) -> np.ndarray:
     """``(n_node, n_node)`` complex128 admittance of the power-delivery elements at the
     feeder's taps, S (numpy, float64)."""
     n = feeder.n_node
-    y = np.asarray(feeder.elem_g_s, np.float64) + 1j * np.asarray(feeder.elem_b_s, np.float64)
-    tapped = np.asarray(feeder.reg_tapped)
-    d = np.where(tapped, 1.0 / np.asarray(feeder.tap_pu, np.float64)[:, None], 1.0)
-    reg = np.asarray(feeder.reg_elem)
-    y = y.copy()
-    y[reg] = d[:, :, None] * y[reg] * d[:, None, :] + (
-        np.asarray(feeder.reg_g0_s, np.float64) + 1j * np.asarray(feeder.reg_b0_s, np.float64)
-    )
     nodes = np.asarray(feeder.elem_nodes)
     full = np.zeros((n + 1, n + 1), complex)
-    np.add.at(full, (nodes[:, :, None], nodes[:, None, :]), y)
+    np.add.at(full, (nodes[:, :, None], nodes[:, None, :]), element_admittances64(feeder))
     return full[:n, :n]
 
 
@@ -234,7 +228,7 @@ def build_port_zbus(feeder: Feeder3, gen_nodes=(), gen_pairs=()) -> PortZbus:
     a_blocks = (np.asarray(feeder.elem_g_s, np.float64) + 1j * np.asarray(feeder.elem_b_s))[
         np.asarray(feeder.reg_elem)
     ]
-    a_pu = _block_diag(a_blocks) * (vb_r[:, None] * vb_r[None, :] / S_BASE_VA)
+    a_pu = scipy.linalg.block_diag(*a_blocks) * (vb_r[:, None] * vb_r[None, :] / S_BASE_VA)
     a_pu *= real_cond[:, None] & real_cond[None, :]
     d0 = _winding_scale(
         np.asarray(feeder.reg_tapped), np.asarray(feeder.tap_pu, np.float64)
@@ -291,15 +285,6 @@ def _incidence(frm, to, vb_port) -> np.ndarray:
     out[frm, np.arange(len(frm))] += 1.0
     out[to, np.arange(len(to))] -= 1.0
     return out[:m] * (vb_port / S_BASE_VA)[:, None]
-
-
-def _block_diag(blocks: np.ndarray) -> np.ndarray:
-    """``(n K, n K)`` block diagonal of ``(n, K, K)`` blocks."""
-    n, k, _ = blocks.shape
-    out = np.zeros((n * k, n * k), blocks.dtype)
-    for r in range(n):
-        out[r * k : (r + 1) * k, r * k : (r + 1) * k] = blocks[r]
-    return out
 
 
 def _winding_scale(tapped, tap_pu):

@@ -121,6 +121,19 @@ def element_admittances(feeder: Feeder3) -> Array:
     return y.at[feeder.reg_elem].set(y_reg)
 
 
+def element_admittances64(feeder: Feeder3) -> np.ndarray:
+    """:func:`element_admittances` on the host in float64 (complex128 numpy), whatever the
+    default precision: for the models built once from the network (the port Z-bus,
+    LinDist3Flow)."""
+
+    def cast(x):
+        x = np.asarray(x)
+        return x.astype(np.float64) if np.issubdtype(x.dtype, np.floating) else x
+
+    with jax.enable_x64(True):
+        return np.asarray(element_admittances(jax.tree_util.tree_map(cast, feeder)))
+
+
 def nodal_admittance(feeder: Feeder3) -> Array:
     """``(n_node, n_node)`` complex nodal admittance of the power-delivery elements, S
     (switches included: the matrix :func:`unbalanced_power_flow` factors joins their nodes
