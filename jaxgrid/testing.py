@@ -19,7 +19,8 @@ It checks the environment contract (``jaxgrid.env``) end to end:
    ``whole_episode=False`` (for a variant whose horizon a smaller sibling already checks);
 7. in float64 (params cast to float64 under ``jax_enable_x64``): the contract flags of
    item 5 and 6 hold for one run, and ``vmap`` over ``num_envs`` environments equals a
-   Python loop over the same keys (``_check_vmap_matches_loop`` says why float64).
+   Python loop over the same keys, compared on 8 rows spread over the batch
+   (``_check_vmap_matches_loop`` says why float64).
 
 A failure raises ``AssertionError`` naming the environment and the check.
 """
@@ -88,10 +89,24 @@ def check_env(
 # one), which moves float64 results by a few ulps (~1e-15 relative, 1e-13 seen over 1000
 # steps); a batching bug (a wrong key, index or broadcast) moves them by O(1).
 VMAP_RTOL_FLOAT64 = 1e-9
+# rows of the vmapped run compared with their own unbatched run: a batching bug (a wrong
+# key, index or broadcast) moves nearly every row, so the first ones, the last one and
+# rows spread between catch it at an eighth of the loop's time (1-7 s an environment)
+VMAP_ROWS_COMPARED = 8
+
+
+def _rows_compared(num_envs: int) -> list[int]:
+    """The rows of a batch of ``num_envs`` that :func:`_check_vmap_matches_loop` compares:
+    0, 1 and ``VMAP_ROWS_COMPARED - 2`` more spread up to the last, all if fewer."""
+    if num_envs <= VMAP_ROWS_COMPARED:
+        return list(range(num_envs))
+    spread = np.linspace(0, num_envs - 1, VMAP_ROWS_COMPARED - 1).round().astype(int)
+    return sorted({1, *spread.tolist()})
 
 
 def _check_vmap_matches_loop(env, params, key, num_steps, num_envs, fail) -> None:
-    """``vmap`` of the rollout over ``num_envs`` keys equals a Python loop over the keys.
+    """``vmap`` of the rollout over ``num_envs`` keys equals a Python loop over the keys
+    (over :data:`VMAP_ROWS_COMPARED` of them, first and last included).
 
     Run in float64 (``params``' float leaves cast, ``jax_enable_x64`` on), because the
     comparison must separate a batching bug from round-off. Batching regroups sums; in
@@ -120,7 +135,7 @@ def _check_vmap_matches_loop(env, params, key, num_steps, num_envs, fail) -> Non
             )
         except TypeError as err:  # e.g. a state leaf that stays float32
             fail(f"does not run in float64: {err}")
-        for i in range(num_envs):
+        for i in _rows_compared(num_envs):
             one = jax.device_get(rollout(keys[i], params, 0))
             if i == 0:
                 _check_run(env, params, one, "random float64", num_steps, fail)

@@ -38,6 +38,17 @@ def test_check_env_catches_broken_envs(env_class, message):
         check_env(env_class(), num_steps=50, num_envs=4)
 
 
+def test_vmap_against_the_loop_compares_rows_spread_over_the_batch():
+    from jaxgrid.testing import VMAP_ROWS_COMPARED, _rows_compared
+
+    rows = _rows_compared(64)
+    assert len(rows) == VMAP_ROWS_COMPARED and rows[:2] == [0, 1] and rows[-1] == 63
+    assert _rows_compared(4) == [0, 1, 2, 3]
+    # a batching bug is still caught when only some rows are compared
+    with pytest.raises(AssertionError, match="vmap over 32 envs differs from a Python loop"):
+        check_env(toy_envs.BatchMixing(), num_steps=20, num_envs=32)
+
+
 def test_step_auto_resets_with_the_documented_key_split():
     env = toy_envs.Tanks(horizon=2)
     params = env.default_params()

@@ -34,6 +34,9 @@ FEEDER_ENVS = [
 ]
 KEY = jax.random.PRNGKey(3)
 FULL = os.environ.get("JAXGRID_VALIDATE") == "full"
+# a class's other feeders run its code on other data: sampled out of the default suite
+OTHER_FEEDERS = ("voltage69-v0", "voltage141-v0", "ders141-v0")
+SAMPLED = FEEDER_ENVS if FULL else [n for n in FEEDER_ENVS if n not in OTHER_FEEDERS]
 
 
 def overloaded(params, factor=40.0):
@@ -47,7 +50,7 @@ def overloaded(params, factor=40.0):
     )
 
 
-@pytest.mark.parametrize("name", FEEDER_ENVS)
+@pytest.mark.parametrize("name", SAMPLED)
 def test_a_failed_power_flow_ends_the_episode_with_the_penalty(name):
     env, params = jaxgrid.make(name)
     assert "power_flow" in env.cost_names

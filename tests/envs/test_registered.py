@@ -1,6 +1,7 @@
 """``check_env`` with its defaults (1000 steps, 64 environments; the unit-commitment
 environments two episodes in four) on every registered environment: the contract test
-of each one.
+of each one (scenario variants of a class checked here, and the case118 ones, under
+``JAXGRID_VALIDATE=full``).
 
 The per-environment test files call ``check_env`` only on variants the registry does not
 hold (another solver, every objective), at smaller sizes. Each call here takes 10-60 s on
@@ -29,7 +30,32 @@ FULL = os.environ.get("JAXGRID_VALIDATE") == "full"
 # fixed-point iterations a step: voltage13's defaults took about 8 minutes here)
 SMALLER = {"num_steps": 96, "num_envs": 4}
 SLOW = ("tso", "opf118", "gencos", "evfleet", "voltage13", "voltage123")
-CHECKED = [n for n in jaxgrid.list_envs() if FULL or not n.startswith(("tso118", "opf118"))]
+# scenario variants: the same class and code as a sibling checked by default, other data
+# or sizes (ders141 as ders33, voltage69 and voltage141 as voltage33, the smartgrid
+# scenarios as smartgrid-v0); their checks took 410 of the suite's ~5400 worker-seconds on
+# a cold 2-core machine, so they run under JAXGRID_VALIDATE=full
+VARIANTS = (
+    "ders141-v0",
+    "voltage69-v0",
+    "voltage141-v0",
+    "smartgrid-daily-v0",
+    "smartgrid-generous-v0",
+    "smartgrid-medium-v0",
+    "smartgrid-scarce-v0",
+)
+CHECKED = [
+    n
+    for n in jaxgrid.list_envs()
+    if FULL or not (n.startswith(("tso118", "opf118")) or n in VARIANTS)
+]
+
+
+def test_every_variant_has_a_sibling_checked_by_default():
+    for name in VARIANTS:
+        assert name in jaxgrid.list_envs(), name
+        family = name.split("-")[0].rstrip("0123456789")
+        siblings = [n for n in CHECKED if n.split("-")[0].rstrip("0123456789") == family]
+        assert FULL or siblings, f"{name} has no sibling checked by default"
 
 
 @pytest.mark.parametrize("name", CHECKED)
