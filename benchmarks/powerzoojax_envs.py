@@ -9,7 +9,10 @@ is imported from there). Every environment is stepped as users write it,
 drawn before each timed run and every observation and reward consumed
 (:func:`env_throughput.measure_env`, the same code for all); all reset themselves inside
 ``step`` when an episode ends. Median of ``--repeats`` timed runs after compilation; on a
-CPU the batch is split over one XLA host device per core, for all.
+CPU the batch is split over one XLA host device per core, for all. Run ``ieee123`` on one device
+(``XLA_FLAGS=--xla_force_host_platform_device_count=1``): split over two host devices,
+``voltage123-v0``'s scan at 64 environments never returns (every thread idle; not yet
+diagnosed, see docs/benchmarks.md).
 
 Tasks:
 

@@ -97,7 +97,8 @@ VMAP_ROWS_COMPARED = 8
 
 def _rows_compared(num_envs: int) -> list[int]:
     """The rows of a batch of ``num_envs`` that :func:`_check_vmap_matches_loop` compares:
-    0, 1 and ``VMAP_ROWS_COMPARED - 2`` more spread up to the last, all if fewer."""
+    all of them up to ``VMAP_ROWS_COMPARED``, else 0, 1 and rows spread evenly up to the
+    last (at most ``VMAP_ROWS_COMPARED``)."""
     if num_envs <= VMAP_ROWS_COMPARED:
         return list(range(num_envs))
     spread = np.linspace(0, num_envs - 1, VMAP_ROWS_COMPARED - 1).round().astype(int)
