@@ -31,6 +31,8 @@ def test_check_env_passes_on_a_correct_env():
         (toy_envs.WrongCostShape, r"info\['costs'\] must be"),
         (toy_envs.BatchMixing, "vmap over 4 envs differs from a Python loop at env 0"),
         (toy_envs.Float32Only, r"does not run in float64: .*leaf \.level is float32"),
+        (toy_envs.WeakTypeDrift, "traced more than once"),
+        (toy_envs.WorldStateGoesNaN, "NaN or inf in state, observation, world_state"),
     ],
 )
 def test_check_env_catches_broken_envs(env_class, message):

@@ -164,6 +164,27 @@ class Float32Only(Tanks):
         return tr._replace(state=tr.state.replace(level=tr.state.level.astype(jnp.float32)))
 
 
+class WeakTypeDrift(Tanks):
+    """Bug: reset builds the clock from a Python int (a weakly typed int32), the step from
+    an array (strongly typed), so a jitted step traces again for the second step."""
+
+    def reset_env(self, key, params):
+        obs, state = super().reset_env(key, params)
+        return obs, state.replace(time=jnp.asarray(0))
+
+    def transition(self, key, state, action, params):
+        tr = super().transition(key, state, action, params)
+        return tr._replace(state=tr.state.replace(time=tr.state.time.astype(jnp.int32)))
+
+
+class WorldStateGoesNaN(Tanks):
+    """Bug: the centralised critic's input divides by a clock that reaches zero late in
+    an episode (after the first six steps)."""
+
+    def world_state(self, state, params):
+        return jnp.append(state.level, 1.0 / (self.horizon - 2 - state.time))
+
+
 @struct.dataclass
 class DoorsState:
     time: jax.Array  # () int32
