@@ -98,17 +98,6 @@ def test_step_gradients_equal_central_differences(name):
         action = _action(name, env, params)
         f = _weighted_outputs(env, state)
 
-        grad_action = np.asarray(jax.grad(f)(action, params)).ravel()
-        flat = np.asarray(action).ravel()
-        steps = EPS * np.maximum(np.abs(flat), 1.0)  # smartgrid's actions are in Wh
-        numeric = []
-        for i in range(flat.size):
-            e = np.zeros_like(flat)
-            e[i] = steps[i]
-            up, down = (jnp.asarray((flat + s * e).reshape(action.shape)) for s in (1, -1))
-            numeric.append(float(f(up, params) - f(down, params)) / (2 * steps[i]))
-        assert _rel_error(grad_action, numeric) <= REL_TOL, (grad_action, numeric)
-
         leaves, treedef = jax.tree_util.tree_flatten_with_path(params)
         differentiable = [
             i for i, (_, x) in enumerate(leaves) if _is_float(x) and np.all(np.isfinite(x))
@@ -120,8 +109,23 @@ def test_step_gradients_equal_central_differences(name):
                 xs[i] = v
             return jax.tree_util.tree_unflatten(treedef, xs)
 
+        # one gradient program for the action and the params' leaves (each compile of a
+        # feeder's float64 gradient takes tens of seconds on CI's cores)
         base = [leaves[i][1] for i in differentiable]
-        grads = jax.grad(lambda vs: f(action, with_leaves(vs)))(base)
+        grad_action, grads = jax.grad(lambda a, vs: f(a, with_leaves(vs)), argnums=(0, 1))(
+            action, base
+        )
+        grad_action = np.asarray(grad_action).ravel()
+        flat = np.asarray(action).ravel()
+        steps = EPS * np.maximum(np.abs(flat), 1.0)  # smartgrid's actions are in Wh
+        numeric = []
+        for i in range(flat.size):
+            e = np.zeros_like(flat)
+            e[i] = steps[i]
+            up, down = (jnp.asarray((flat + s * e).reshape(action.shape)) for s in (1, -1))
+            numeric.append(float(f(up, params) - f(down, params)) / (2 * steps[i]))
+        assert _rel_error(grad_action, numeric) <= REL_TOL, (grad_action, numeric)
+
         checked = 0
         for j, i in enumerate(differentiable):
             path, x = leaves[i]
