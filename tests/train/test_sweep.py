@@ -1,6 +1,7 @@
 """Sweeps over seeds and reward weightings equal the trainings they stack."""
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 from toy_envs import Tanks
@@ -61,11 +62,16 @@ def test_weightings_go_where_the_environment_keeps_its_scalarisation():
 
 
 def test_chunks_of_one_size_share_one_compiled_program():
-    """Checkpointing every K updates (and resuming from any update) must not recompile."""
+    """Checkpointing every K updates (and resuming from any update) must not recompile:
+    not for a NumPy integer as the first update, nor for runners read back from a
+    checkpoint (strongly typed arrays, where a fresh ``TrainState.step`` was a weakly
+    typed 0)."""
     env = Tanks()
     fns = ppo.make_train(ppo.PPOConfig(total_steps=4 * 8 * 8, num_envs=8, num_steps=8), env)
     sweep = Sweep(fns, seeds=2)
     runners = sweep.init(KEY)
-    for first in (0, 1, 2):
+    for first in (np.int64(0), 1, 2):
         runners, _ = sweep.run_updates(runners, 1, first)
-    assert sweep.run_updates._cache_size() == 1
+    restored = jax.tree_util.tree_map(lambda x: jnp.asarray(np.asarray(x)), runners)
+    sweep.run_updates(restored, 1, 3)
+    assert sweep.compiled_updates._cache_size() == 1
