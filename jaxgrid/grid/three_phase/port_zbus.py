@@ -39,11 +39,14 @@ the matrix's condition: on IEEE 123 float32 is within 1e-6 pu of OpenDSS at any 
 ``tests/grid/test_port_zbus.py``; written as ``Yprim(t) - Yprim(t0)``, a tap change cost
 float32 5e-3 pu there).
 
-Cost per iteration: one complex ``n_port x n_port`` matrix-vector product (``8 n_port^2``
-real FLOPs; IEEE 123: 113 ports, 1.0e5 FLOPs) and the taps' rank-``2 n_t`` correction
-(``32 n_port n_t``; 9 tapped conductors, 3.3e4), plus ``8 n_node n_port`` once at the end
-(2.5e5) and the ``2 n_t`` system once per tap setting. Under ``vmap`` the products are
-matrix-matrix products over the batch (``benchmarks/three_phase_speed.py``).
+Cost per iteration: one complex ``(n_port + 2 n_t) x n_port`` matrix-vector product
+(``8 (n_port + 2 n_t) n_port`` real FLOPs; IEEE 123: 113 ports, 9 tapped conductors,
+1.2e5 FLOPs), the taps' ``2 n_t`` system's inverse times a vector and the rank-``2 n_t``
+correction (``32 n_t^2 + 16 n_port n_t``, 1.9e4), plus ``8 n_node n_port`` once at the
+end (2.5e5) and the ``2 n_t`` system's inverse once per tap setting. Every
+``n_port``-sized matrix is shared by a batch, so under ``vmap`` the products are
+matrix-matrix products over the batch (``benchmarks/three_phase_speed.py``), also when
+each environment has its own taps.
 
 The port model is valid for the feeder's elements (lines, transformers, capacitors,
 source impedance) it was built from: loads (powers, models), taps, the source EMF and
@@ -300,8 +303,25 @@ def _dot(a: Array, b: Array) -> Array:
 
 
 def _rmatvec(a: Array, x: Array) -> Array:
-    """``a @ x`` for real ``a`` and complex ``x``."""
-    return jax.lax.complex(_dot(a, x.real), _dot(a, x.imag))
+    """``a @ x`` for real ``a`` and complex ``x``: one product of ``x``'s real and
+    imaginary parts side by side (two products made XLA's CPU backend compute ``x``'s
+    whole producing chain twice, once for each part)."""
+    y = _dot(a, jnp.stack([x.real, x.imag], axis=-1))
+    return jax.lax.complex(y[..., 0], y[..., 1])
+
+
+def _real_block(a: Array) -> Array:
+    """``(2 k, 2 n)`` real form ``[[Re a, -Im a], [Im a, Re a]]`` of a complex ``(k, n)``
+    matrix, for :func:`_cmatvec`."""
+    return jnp.block([[a.real, -a.imag], [a.imag, a.real]])
+
+
+def _cmatvec(block: Array, x: Array) -> Array:
+    """``a @ x`` for complex ``x`` and ``block = _real_block(a)``: one real product (a
+    complex product ran at a third of the rate of its real form here)."""
+    y = _dot(block, jnp.concatenate([x.real, x.imag]))
+    k = y.shape[0] // 2
+    return jax.lax.complex(y[:k], y[k:])
 
 
 def port_power_flow(
@@ -339,29 +359,42 @@ def port_power_flow(
     emf = source_emf(feeder)
     w_p = _dot(zbus.w_p, emf)
 
-    # the regulators at taps t: the tapped conductors' u and q are affine in the port
-    # injections i, (u, q) = X i + x_e, solved once per call (per tap setting); the port
-    # voltages are then w_p E + Z_pp i + C (u, q) with C = (M_P, Z_PT delta)
+    # the regulators at taps t: the tapped conductors' u and q solve S (u, q) = R i + r_e
+    # for the port injections i, with R i = (delta Z_tp i, Q_p i): S's inverse is formed
+    # once per call (per tap setting), R i from the iteration's own product Z_pp i; the
+    # port voltages are then w_p E + Z_pp i + C (u, q) with C = (M_P, Z_PT delta). Only
+    # the 2 n_t x 2 n_t inverse is per tap setting; every n_port-sized product is with a
+    # matrix the batch shares, so under ``vmap`` it is one matrix product (forming
+    # S^-1 R and C per environment instead, as (n_port, 2 n_t) matrices, cost a batch of
+    # 256 voltage123-v0 steps with their own taps 31 ms a call and two batched
+    # matrix-vector products an iteration on this CPU)
     delta = 1.0 / zbus.tap0_pu[zbus.tap_reg] - 1.0 / feeder.tap_pu[zbus.tap_reg]
     t = zbus.tap_port
-    z_tp = zbus.z_pp[t]
-    eye = jnp.eye(t.shape[0], dtype=w_p.dtype)
+    n_t = t.shape[0]
+    eye = jnp.eye(n_t, dtype=w_p.dtype)
     system = jnp.block(
         [
-            [eye - delta[:, None] * zbus.m_p[t], -delta[:, None] * z_tp[:, t] * delta],
+            [eye - delta[:, None] * zbus.m_p[t], -delta[:, None] * zbus.z_pp[t][:, t] * delta],
             [-zbus.q_u, eye - zbus.q_p[:, t] * delta],
         ]
     )
-    rhs = jnp.concatenate(
-        [
-            jnp.concatenate([delta[:, None] * z_tp, (delta * w_p[t])[:, None]], axis=1),
-            jnp.concatenate([zbus.q_p, _dot(zbus.q_e, emf)[:, None]], axis=1),
-        ]
-    )
-    solved = jnp.linalg.solve(system, rhs)
-    x_i, x_e = solved[:, :m], solved[:, m]
-    couple = jnp.concatenate([zbus.m_p, zbus.z_pp[:, t] * delta], axis=1)
-    w_eff = w_p + _dot(couple, x_e)
+    s_inv = jnp.linalg.inv(system)
+    # (Z_pp i, Z_tp i, Q_p i) in one product (slices, not a gather, of its result)
+    z_and_q = _real_block(jnp.concatenate([zbus.z_pp, zbus.z_pp[t], zbus.q_p]))
+    couple = jnp.concatenate([zbus.m_p, zbus.z_pp[:, t]], axis=1)  # times (u, delta q)
+
+    def taps_from(zq_i, e_t, e_q):
+        """``(u, q)`` of the tapped conductors, given ``z_and_q @ i`` and the EMF's parts
+        ``e_t``, ``e_q`` of the right-hand side."""
+        rhs = jnp.concatenate([delta * (zq_i[m : m + n_t] + e_t), zq_i[m + n_t :] + e_q])
+        return _dot(s_inv, rhs)
+
+    def coupled(u_q):
+        return _dot(couple, jnp.concatenate([u_q[:n_t], delta * u_q[n_t:]]))
+
+    e_q = _dot(zbus.q_e, emf)
+    zero_i = jnp.zeros(m + 2 * n_t, w_p.dtype)
+    w_eff = w_p + coupled(taps_from(zero_i, w_p[t], e_q))
 
     s_gen = jnp.zeros(zbus.n_gen, w_p.dtype)
     if p_gen_kw is not None:
@@ -370,6 +403,7 @@ def port_power_flow(
         s_gen = s_gen + 1j * jnp.asarray(q_gen_kvar, real) * 1e3
     generating = jnp.abs(s_gen) > 0
     frm, to = zbus.load_from, zbus.load_to
+    incidence = jnp.concatenate([zbus.load_inc, zbus.gen_inc], axis=1)
 
     def devices(v_pu):
         """The voltages across load phases and generators (V), and the currents they
@@ -386,13 +420,14 @@ def port_power_flow(
         """``(n_port,)`` pu injection into each port: the loads' deviation from ``Y_L0``
         and the generators (dense incidence products: a scatter under ``vmap`` ran 13x
         slower than the iteration's matrix product on XLA's CPU backend)."""
-        return _rmatvec(zbus.load_inc, zbus.y_load0 * vd - i_lp) + _rmatvec(zbus.gen_inc, i_gen)
+        return _rmatvec(incidence, jnp.concatenate([zbus.y_load0 * vd - i_lp, i_gen]))
 
     def body(_, carry):
         v_pu, _mismatch = carry
         vd, i_lp, v_gen, i_gen = devices(v_pu)
         i_pu = port_injections(vd, i_lp, i_gen)
-        v_new = w_eff + _dot(zbus.z_pp, i_pu) + _dot(couple, _dot(x_i, i_pu))
+        zq_i = _cmatvec(z_and_q, i_pu)
+        v_new = w_eff + zq_i[:m] + coupled(taps_from(zq_i, 0.0, 0.0))
         v_ext = jnp.append(v_new, 0.0) * vb_port
         change_load = jnp.abs(v_ext[frm] - v_ext[to] - vd) / feeder.load_vbase_v
         change_gen = jnp.abs(v_ext[zbus.gen_from] - v_ext[zbus.gen_to] - v_gen)
@@ -410,8 +445,8 @@ def port_power_flow(
     mismatch = jnp.where(finite, mismatch, huge)
     vd, i_lp, _, i_gen = devices(v_pu)
     i_pu = port_injections(vd, i_lp, i_gen)
-    u_q = _dot(x_i, i_pu) + x_e
-    u, q = u_q[: t.shape[0]], u_q[t.shape[0] :]
+    u_q = taps_from(_cmatvec(z_and_q, i_pu), w_p[t], e_q)
+    u, q = u_q[:n_t], u_q[n_t:]
     i_port = i_pu.at[t].add(delta * q)
     v_node = (_dot(zbus.w_n, emf) + _dot(zbus.z_np, i_port) + _dot(zbus.m_n, u)) * feeder.vbase_v
     i_source = _dot(zbus.src_e, emf) + _dot(zbus.src_p, i_port) + _dot(zbus.src_u, u)
