@@ -32,8 +32,8 @@ the near-short by a voltage difference. Given the port injections, ``u`` and ``q
 tap setting) before the iterations, so taps are params leaves like every load and
 ``vmap`` over them works; at ``t = t0`` the terms vanish.
 
-The fixed point ``V_P <- ...`` iterates on the ports only; the other nodes' voltages are
-one product at the end. What float32 carries is the product of exact float64 numbers
+The fixed point ``V_P <- ...`` iterates on the ports only, accelerated by Anderson's
+method (:func:`anderson_step`); the other nodes' voltages are one product at the end. What float32 carries is the product of exact float64 numbers
 (``Z``, ``W``) with the injections, so its error is relative to the voltage drop, not to
 the matrix's condition: on IEEE 123 float32 is within 1e-6 pu of OpenDSS at any taps (measured in
 ``tests/grid/test_port_zbus.py``; written as ``Yprim(t) - Yprim(t0)``, a tap change cost
@@ -80,6 +80,12 @@ from jaxgrid.types import Array, float_dtype
 # float32's 1e-5 pu tolerance holds after 6-8, float64's 1e-9 after 10-12 (IEEE 13 at 1.3
 # times its load with PV: 4.5e-9 after 10).
 N_ITER = {"float32": 10, "float64": 16}
+# Anderson acceleration's depth (the residuals' differences it fits): on 2048 random
+# actions at random hours, taps and loads (a third at +-1, float32), 15 sweeps of depth 2
+# converged every situation that 200 plain sweeps converged on IEEE 123 and all but 4 of
+# 1472 on IEEE 13, where 40 plain sweeps missed 3 and 16 (depth 1 at 20 sweeps missed 21
+# and complex coefficients did worse than none)
+ANDERSON_DEPTH = 2
 
 
 @struct.dataclass
@@ -295,11 +301,43 @@ def _winding_scale(tapped, tap_pu):
     return np.where(tapped, 1.0 / tap_pu[:, None], 1.0)
 
 
+_FULL = jax.lax.Precision.HIGHEST
+
+
+def anderson_history(history: Array, df: Array, dg: Array) -> Array:
+    """``(2, ANDERSON_DEPTH, n)`` the last differences of the residuals ``f`` and of the
+    map's values ``g``, newest last."""
+    new = jnp.stack([df, dg])[:, None]
+    return jnp.concatenate([history[:, 1:], new], axis=1)
+
+
+def anderson_step(g: Array, f: Array, history: Array, usable, real) -> Array:
+    """The next iterate of Anderson acceleration of depth 2 (Walker and Ni, 2011):
+    ``g - dG gamma`` with ``gamma`` the least-squares fit of the residual ``f`` by the
+    residuals' differences ``dF``; ``g`` itself where not ``usable`` (too little history,
+    the last sweep) or the fit is not finite.
+
+    ``gamma`` is real: the map is not complex-analytic (a generator's current is the
+    conjugate of ``S / V``), so the fit is over the real and imaginary parts as one real
+    vector. Closed-form 2 x 2 normal equations, regularised by float epsilon times their
+    trace (a batched solver ran once an iteration per environment otherwise).
+    """
+    d_f, d_g = history[0], history[1]
+    gram = jnp.einsum("im,jm->ij", jnp.conj(d_f), d_f, precision=_FULL).real
+    rhs = jnp.einsum("im,m->i", jnp.conj(d_f), f, precision=_FULL).real
+    reg = jnp.finfo(real).eps * (gram[0, 0] + gram[1, 1]) + jnp.finfo(real).tiny
+    a, b, d = gram[0, 0] + reg, gram[0, 1], gram[1, 1] + reg
+    det = a * d - b * b
+    gamma = jnp.stack([d * rhs[0] - b * rhs[1], a * rhs[1] - b * rhs[0]]) / det
+    usable = usable & jnp.all(jnp.isfinite(gamma)) & (det > 0)
+    return g - jnp.where(usable, jnp.einsum("i,im->m", gamma, d_g, precision=_FULL), 0.0)
+
+
 def _dot(a: Array, b: Array) -> Array:
     """``a @ b`` in the full precision of the dtype: XLA's GPU backend otherwise runs
     float32 products in TF32 (a 10-bit mantissa): on an H200, 2 % of ``voltage123-v0``'s
     no-control steps then failed to converge to the 1e-5 pu tolerance (none on a CPU)."""
-    return jnp.matmul(a, b, precision=jax.lax.Precision.HIGHEST)
+    return jnp.matmul(a, b, precision=_FULL)
 
 
 def _rmatvec(a: Array, x: Array) -> Array:
@@ -422,8 +460,9 @@ def port_power_flow(
         slower than the iteration's matrix product on XLA's CPU backend)."""
         return _rmatvec(incidence, jnp.concatenate([zbus.y_load0 * vd - i_lp, i_gen]))
 
-    def body(_, carry):
-        v_pu, _mismatch = carry
+    def fixed_point_map(v_pu):
+        """One sweep ``V_P <- w + Z (I(V_P))``: the new port voltages and the largest
+        change of a load phase's or generator's voltage, pu."""
         vd, i_lp, v_gen, i_gen = devices(v_pu)
         i_pu = port_injections(vd, i_lp, i_gen)
         zq_i = _cmatvec(z_and_q, i_pu)
@@ -435,11 +474,22 @@ def port_power_flow(
         mismatch = jnp.maximum(jnp.max(change_load, initial=0.0), jnp.max(change_gen, initial=0.0))
         return v_new, mismatch
 
+    def body(k, carry):
+        v_pu, g_prev, f_prev, history, _mismatch = carry
+        g, mismatch = fixed_point_map(v_pu)
+        f = g - v_pu
+        history = anderson_history(history, f - f_prev, g - g_prev)
+        # the last sweep is plain, so the result and its mismatch are one map's
+        usable = (k >= ANDERSON_DEPTH) & (k < n_iter - 1)
+        return anderson_step(g, f, history, usable, real), g, f, history, mismatch
+
     v0 = w_eff
     huge = jnp.finfo(real).max
     if n_iter is None:
         n_iter = N_ITER[jnp.dtype(real).name]
-    v_pu, mismatch = jax.lax.fori_loop(0, n_iter, body, (v0, jnp.asarray(huge, real)))
+    no_history = jnp.zeros((2, ANDERSON_DEPTH, m), v0.dtype)
+    carry = (v0, v0, jnp.zeros_like(v0), no_history, jnp.asarray(huge, real))
+    v_pu, *_, mismatch = jax.lax.fori_loop(0, n_iter, body, carry)
     finite = jnp.all(jnp.isfinite(v_pu.real) & jnp.isfinite(v_pu.imag)) & jnp.isfinite(mismatch)
     v_pu = jnp.where(finite, v_pu, v0)
     mismatch = jnp.where(finite, mismatch, huge)
