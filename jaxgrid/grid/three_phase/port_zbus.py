@@ -73,6 +73,7 @@ from jaxgrid.grid.three_phase.upf import (
     load_admittance,
     source_emf,
 )
+from jaxgrid.numerics import sum_last_axis
 from jaxgrid.types import Array, float_dtype
 
 # Default fixed-point iterations by precision. The last change shrinks about sevenfold an
@@ -304,33 +305,39 @@ def _winding_scale(tapped, tap_pu):
 _FULL = jax.lax.Precision.HIGHEST
 
 
-def anderson_history(history: Array, df: Array, dg: Array) -> Array:
-    """``(2, ANDERSON_DEPTH, n)`` the last differences of the residuals ``f`` and of the
-    map's values ``g``, newest last."""
-    new = jnp.stack([df, dg])[:, None]
-    return jnp.concatenate([history[:, 1:], new], axis=1)
-
-
-def anderson_step(g: Array, f: Array, history: Array, usable, real) -> Array:
+def anderson_step(g: Array, f: Array, d_f: Array, d_g: Array, usable, real) -> Array:
     """The next iterate of Anderson acceleration of depth 2 (Walker and Ni, 2011):
     ``g - dG gamma`` with ``gamma`` the least-squares fit of the residual ``f`` by the
-    residuals' differences ``dF``; ``g`` itself where not ``usable`` (too little history,
-    the last sweep) or the fit is not finite.
+    residuals' last two differences ``d_f`` ``(2, n)`` (``d_g`` the map values'); ``g``
+    itself where not ``usable`` (too little history, the last sweep) or the fit is not
+    finite.
 
     ``gamma`` is real: the map is not complex-analytic (a generator's current is the
     conjugate of ``S / V``), so the fit is over the real and imaginary parts as one real
     vector. Closed-form 2 x 2 normal equations, regularised by float epsilon times their
-    trace (a batched solver ran once an iteration per environment otherwise).
+    trace, their five inner products as one product with ones (a batched solve, or
+    ``einsum`` contractions, took a third of an iteration's time under ``vmap`` here).
     """
-    d_f, d_g = history[0], history[1]
-    gram = jnp.einsum("im,jm->ij", jnp.conj(d_f), d_f, precision=_FULL).real
-    rhs = jnp.einsum("im,m->i", jnp.conj(d_f), f, precision=_FULL).real
-    reg = jnp.finfo(real).eps * (gram[0, 0] + gram[1, 1]) + jnp.finfo(real).tiny
-    a, b, d = gram[0, 0] + reg, gram[0, 1], gram[1, 1] + reg
-    det = a * d - b * b
-    gamma = jnp.stack([d * rhs[0] - b * rhs[1], a * rhs[1] - b * rhs[0]]) / det
-    usable = usable & jnp.all(jnp.isfinite(gamma)) & (det > 0)
-    return g - jnp.where(usable, jnp.einsum("i,im->m", gamma, d_g, precision=_FULL), 0.0)
+    a_r, a_i = d_f[0].real, d_f[0].imag
+    b_r, b_i = d_f[1].real, d_f[1].imag
+    terms = jnp.stack(
+        [
+            a_r * a_r + a_i * a_i,
+            a_r * b_r + a_i * b_i,
+            b_r * b_r + b_i * b_i,
+            a_r * f.real + a_i * f.imag,
+            b_r * f.real + b_i * f.imag,
+        ]
+    )
+    aa, ab, bb, ra, rb = sum_last_axis(terms)
+    reg = jnp.finfo(real).eps * (aa + bb) + jnp.finfo(real).tiny
+    aa, bb = aa + reg, bb + reg
+    det = aa * bb - ab * ab
+    gamma_a = (bb * ra - ab * rb) / det
+    gamma_b = (aa * rb - ab * ra) / det
+    usable = usable & jnp.isfinite(gamma_a) & jnp.isfinite(gamma_b) & (det > 0)
+    step = gamma_a * d_g[0] + gamma_b * d_g[1]
+    return g - jnp.where(usable, step, 0.0)
 
 
 def _dot(a: Array, b: Array) -> Array:
@@ -340,25 +347,32 @@ def _dot(a: Array, b: Array) -> Array:
     return jnp.matmul(a, b, precision=_FULL)
 
 
-def _rmatvec(a: Array, x: Array) -> Array:
-    """``a @ x`` for real ``a`` and complex ``x``: one product of ``x``'s real and
-    imaginary parts side by side (two products made XLA's CPU backend compute ``x``'s
-    whole producing chain twice, once for each part)."""
-    y = _dot(a, jnp.stack([x.real, x.imag], axis=-1))
-    return jax.lax.complex(y[..., 0], y[..., 1])
+def _vecmat(x: Array, a_t: Array) -> Array:
+    """``x @ a_t`` (= ``a @ x``, given the transpose ``a_t``) in full precision: written
+    with the vector first, a batch under ``vmap`` is the product's row axis, as XLA lays
+    it out. Written ``a @ x``, XLA's CPU backend computed ``x``'s whole producing chain
+    (the loads' admittances) in the transposed order the product wanted, and an IEEE 123
+    iteration of 1024 solves took twice as long."""
+    return jnp.matmul(x, a_t, precision=_FULL)
 
 
-def _real_block(a: Array) -> Array:
-    """``(2 k, 2 n)`` real form ``[[Re a, -Im a], [Im a, Re a]]`` of a complex ``(k, n)``
-    matrix, for :func:`_cmatvec`."""
-    return jnp.block([[a.real, -a.imag], [a.imag, a.real]])
+def _rmatvec(a_t: Array, x: Array) -> Array:
+    """``a @ x`` for real ``a`` (given as ``a_t``) and complex ``x``."""
+    return jax.lax.complex(_vecmat(x.real, a_t), _vecmat(x.imag, a_t))
 
 
-def _cmatvec(block: Array, x: Array) -> Array:
-    """``a @ x`` for complex ``x`` and ``block = _real_block(a)``: one real product (a
-    complex product ran at a third of the rate of its real form here)."""
-    y = _dot(block, jnp.concatenate([x.real, x.imag]))
-    k = y.shape[0] // 2
+def _real_block_t(a: Array) -> Array:
+    """``(2 n, 2 k)`` real form ``[[Re a, Im a], [-Im a, Re a]]^T``-wise of a complex
+    ``(k, n)`` matrix ``a``, for :func:`_cmatvec`: ``[Re x, Im x]`` times it is
+    ``[Re(a x), Im(a x)]``."""
+    return jnp.block([[a.real.T, a.imag.T], [-a.imag.T, a.real.T]])
+
+
+def _cmatvec(block_t: Array, x: Array) -> Array:
+    """``a @ x`` for complex ``x`` and ``block_t = _real_block_t(a)``: one real product
+    (a complex product ran at a third of the rate of its real form here)."""
+    y = _vecmat(jnp.concatenate([x.real, x.imag]), block_t)
+    k = y.shape[-1] // 2
     return jax.lax.complex(y[:k], y[k:])
 
 
@@ -416,19 +430,19 @@ def port_power_flow(
             [-zbus.q_u, eye - zbus.q_p[:, t] * delta],
         ]
     )
-    s_inv = jnp.linalg.inv(system)
+    s_inv_t = jnp.linalg.inv(system).T
     # (Z_pp i, Z_tp i, Q_p i) in one product (slices, not a gather, of its result)
-    z_and_q = _real_block(jnp.concatenate([zbus.z_pp, zbus.z_pp[t], zbus.q_p]))
-    couple = jnp.concatenate([zbus.m_p, zbus.z_pp[:, t]], axis=1)  # times (u, delta q)
+    z_and_q = _real_block_t(jnp.concatenate([zbus.z_pp, zbus.z_pp[t], zbus.q_p]))
+    couple_t = jnp.concatenate([zbus.m_p, zbus.z_pp[:, t]], axis=1).T  # times (u, delta q)
 
     def taps_from(zq_i, e_t, e_q):
         """``(u, q)`` of the tapped conductors, given ``z_and_q @ i`` and the EMF's parts
         ``e_t``, ``e_q`` of the right-hand side."""
         rhs = jnp.concatenate([delta * (zq_i[m : m + n_t] + e_t), zq_i[m + n_t :] + e_q])
-        return _dot(s_inv, rhs)
+        return _vecmat(rhs, s_inv_t)
 
     def coupled(u_q):
-        return _dot(couple, jnp.concatenate([u_q[:n_t], delta * u_q[n_t:]]))
+        return _vecmat(jnp.concatenate([u_q[:n_t], delta * u_q[n_t:]]), couple_t)
 
     e_q = _dot(zbus.q_e, emf)
     zero_i = jnp.zeros(m + 2 * n_t, w_p.dtype)
@@ -441,7 +455,7 @@ def port_power_flow(
         s_gen = s_gen + 1j * jnp.asarray(q_gen_kvar, real) * 1e3
     generating = jnp.abs(s_gen) > 0
     frm, to = zbus.load_from, zbus.load_to
-    incidence = jnp.concatenate([zbus.load_inc, zbus.gen_inc], axis=1)
+    incidence_t = jnp.concatenate([zbus.load_inc, zbus.gen_inc], axis=1).T
 
     def devices(v_pu):
         """The voltages across load phases and generators (V), and the currents they
@@ -458,7 +472,7 @@ def port_power_flow(
         """``(n_port,)`` pu injection into each port: the loads' deviation from ``Y_L0``
         and the generators (dense incidence products: a scatter under ``vmap`` ran 13x
         slower than the iteration's matrix product on XLA's CPU backend)."""
-        return _rmatvec(incidence, jnp.concatenate([zbus.y_load0 * vd - i_lp, i_gen]))
+        return _rmatvec(incidence_t, jnp.concatenate([zbus.y_load0 * vd - i_lp, i_gen]))
 
     def fixed_point_map(v_pu):
         """One sweep ``V_P <- w + Z (I(V_P))``: the new port voltages and the largest
@@ -475,20 +489,21 @@ def port_power_flow(
         return v_new, mismatch
 
     def body(k, carry):
-        v_pu, g_prev, f_prev, history, _mismatch = carry
+        v_pu, g_prev, f_prev, d_f, d_g, _mismatch = carry
         g, mismatch = fixed_point_map(v_pu)
         f = g - v_pu
-        history = anderson_history(history, f - f_prev, g - g_prev)
+        d_f = jnp.stack([d_f[1], f - f_prev])  # the last two differences, newest last
+        d_g = jnp.stack([d_g[1], g - g_prev])
         # the last sweep is plain, so the result and its mismatch are one map's
         usable = (k >= ANDERSON_DEPTH) & (k < n_iter - 1)
-        return anderson_step(g, f, history, usable, real), g, f, history, mismatch
+        return anderson_step(g, f, d_f, d_g, usable, real), g, f, d_f, d_g, mismatch
 
     v0 = w_eff
     huge = jnp.finfo(real).max
     if n_iter is None:
         n_iter = N_ITER[jnp.dtype(real).name]
-    no_history = jnp.zeros((2, ANDERSON_DEPTH, m), v0.dtype)
-    carry = (v0, v0, jnp.zeros_like(v0), no_history, jnp.asarray(huge, real))
+    no_history = jnp.zeros((ANDERSON_DEPTH, m), v0.dtype)
+    carry = (v0, v0, jnp.zeros_like(v0), no_history, no_history, jnp.asarray(huge, real))
     v_pu, *_, mismatch = jax.lax.fori_loop(0, n_iter, body, carry)
     finite = jnp.all(jnp.isfinite(v_pu.real) & jnp.isfinite(v_pu.imag)) & jnp.isfinite(mismatch)
     v_pu = jnp.where(finite, v_pu, v0)
@@ -498,8 +513,9 @@ def port_power_flow(
     u_q = taps_from(_cmatvec(z_and_q, i_pu), w_p[t], e_q)
     u, q = u_q[:n_t], u_q[n_t:]
     i_port = i_pu.at[t].add(delta * q)
-    v_node = (_dot(zbus.w_n, emf) + _dot(zbus.z_np, i_port) + _dot(zbus.m_n, u)) * feeder.vbase_v
-    i_source = _dot(zbus.src_e, emf) + _dot(zbus.src_p, i_port) + _dot(zbus.src_u, u)
+    v_node = _dot(zbus.w_n, emf) + _cmatvec(_real_block_t(zbus.z_np), i_port)
+    v_node = (v_node + _vecmat(u, zbus.m_n.T)) * feeder.vbase_v
+    i_source = _dot(zbus.src_e, emf) + _vecmat(i_port, zbus.src_p.T) + _vecmat(u, zbus.src_u.T)
     node_of = jnp.append(zbus.port_node, n)  # ground is node n
     i_node = (
         jnp.zeros(n + 1, i_pu.dtype)
