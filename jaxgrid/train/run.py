@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import importlib.metadata
 import json
 import platform
@@ -243,20 +244,52 @@ def versions() -> dict:
 
 
 class Run:
-    """The environment, training functions and sweep of a :class:`RunConfig`."""
+    """The environment, training functions and sweep of a :class:`RunConfig`.
+
+    Runs of one config in one process share them (:func:`_built`), so the training
+    program compiles once per process: a resumed run, a second run in a notebook, or the
+    tests that train one small config many times. The persistent compilation cache
+    cannot do it, since the program calls the logger through a host callback; here the
+    callback goes to a :class:`_ForwardLog` that each run points at its own logger.
+    """
 
     def __init__(self, config: RunConfig, log=None):
         self.config = config
-        self.env, params = config.make_env()
-        scenarios = with_weights(self.env, params, config.weights) if config.weights else [params]
-        self.algo_config = config.algo_config()
-        self.fns = ALGOS[config.algo].make_train(self.algo_config, self.env, params, log=log)
-        self.sweep = Sweep(self.fns, config.seeds, scenarios)
+        self.env, self.algo_config, self.fns, self.sweep, forward = _built(
+            json.dumps(config.to_json(), sort_keys=True), log is not None
+        )
+        if forward is not None:
+            forward.to = log
         self.key = jax.random.PRNGKey(config.seed)
 
     def fresh_runners(self):
         """Every sweep member's initial learner state, placed on the devices."""
         return self.sweep.place(self.sweep.init(self.key))
+
+
+class _ForwardLog:
+    """The host-callback target of a shared training program: the logger of the run
+    that is training now."""
+
+    def __init__(self):
+        self.to = None
+
+    def __call__(self, metrics: dict) -> None:
+        self.to(metrics)
+
+
+@functools.lru_cache(maxsize=4)
+def _built(config_json: str, logs: bool):
+    """``(env, algo config, training functions, sweep, log forwarder or None)`` of the
+    config whose sorted JSON is ``config_json``, built once per process (the last few
+    configs kept)."""
+    config = RunConfig.from_json(json.loads(config_json))
+    env, params = config.make_env()
+    scenarios = with_weights(env, params, config.weights) if config.weights else [params]
+    algo_config = config.algo_config()
+    forward = _ForwardLog() if logs else None
+    fns = ALGOS[config.algo].make_train(algo_config, env, params, log=forward)
+    return env, algo_config, fns, Sweep(fns, config.seeds, scenarios), forward
 
 
 class RunWarning(UserWarning):

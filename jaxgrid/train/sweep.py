@@ -102,9 +102,14 @@ class Sweep:
         return self.run_updates(self.place(self.init(key)), self.fns.config.num_updates, 0)
 
     def place(self, runners):
-        """Split the seeds axis over the local devices when environments are not split."""
+        """Split the seeds axis over the local devices when environments are not split;
+        on one device, commit the runners to it, as a checkpoint restores them (``jit``
+        keys its programs on whether arguments are committed: a resumed run compiled the
+        training program again)."""
         devices = jax.devices()
-        if self.fns.config.shard_envs or len(devices) == 1 or self.seeds % len(devices):
+        if len(devices) == 1:
+            return jax.device_put(runners, devices[0])
+        if self.fns.config.shard_envs or self.seeds % len(devices):
             return runners
         sharding = NamedSharding(Mesh(devices, ("seeds",)), PartitionSpec(None, "seeds"))
         return jax.device_put(runners, sharding)

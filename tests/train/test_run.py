@@ -100,6 +100,10 @@ def test_interrupted_run_resumes_to_the_uninterrupted_result(tmp_path, capsys):
     reevaluated = json.loads((whole / "eval.json").read_text())
     assert reevaluated["scenarios"][0]["scores"] == pytest.approx(scenario["scores"], rel=1e-5)
 
+    # the three runs of one config in this process, the resumed one included (arrays
+    # restored from a checkpoint), compiled the training program once
+    assert Run(_config(), log=print).sweep.compiled_updates._cache_size() == 1
+
 
 def test_config_json_reproduces_the_run_and_a_run_directory_refuses_another(tmp_path):
     config = _config(env_kwargs={"degradation_cost": 0.5})
