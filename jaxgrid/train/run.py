@@ -246,11 +246,11 @@ def versions() -> dict:
 class Run:
     """The environment, training functions and sweep of a :class:`RunConfig`.
 
-    Runs of one config in one process share them (:func:`_built`), so the training
+    Runs of one config in one process share them (``_built``), so the training
     program compiles once per process: a resumed run, a second run in a notebook, or the
     tests that train one small config many times. The persistent compilation cache
     cannot do it, since the program calls the logger through a host callback; here the
-    callback goes to a :class:`_ForwardLog` that each run points at its own logger.
+    callback goes to a forwarder (``_ForwardLog``) that each run points at its own logger.
     """
 
     def __init__(self, config: RunConfig, log=None):
