@@ -362,15 +362,15 @@ def _rmatvec(a_t: Array, x: Array) -> Array:
 
 
 def _real_block_t(a: Array) -> Array:
-    """``(2 n, 2 k)`` real form ``[[Re a, Im a], [-Im a, Re a]]^T``-wise of a complex
-    ``(k, n)`` matrix ``a``, for :func:`_cmatvec`: ``[Re x, Im x]`` times it is
+    """``(2 n, 2 k)`` real matrix ``[[Re a^T, Im a^T], [-Im a^T, Re a^T]]`` of a complex
+    ``(k, n)`` matrix ``a``, for :func:`_cmatvec`: the row ``[Re x, Im x]`` times it is
     ``[Re(a x), Im(a x)]``."""
     return jnp.block([[a.real.T, a.imag.T], [-a.imag.T, a.real.T]])
 
 
 def _cmatvec(block_t: Array, x: Array) -> Array:
     """``a @ x`` for complex ``x`` and ``block_t = _real_block_t(a)``: one real product
-    (a complex product ran at a third of the rate of its real form here)."""
+    (a complex product of 1024 IEEE 123 port vectors took twice as long here)."""
     y = _vecmat(jnp.concatenate([x.real, x.imag]), block_t)
     k = y.shape[-1] // 2
     return jax.lax.complex(y[:k], y[k:])
