@@ -371,3 +371,43 @@ def test_voltage123_regulator_agents_refuse_tap_control():
         make_voltage3_regulators(tap_control=True)
     with pytest.raises(ValueError, match="max_tap_steps = 0"):
         jaxgrid.make("voltage123-reg-v0", max_tap_steps=0)
+
+
+def test_the_step_s_sweeps_converge_nearly_wherever_200_do():
+    """The environment's ``N_ITER`` (15 Anderson-accelerated sweeps) converges on all but
+    1 % of the hard situations that 200 sweeps converge on, to the same voltages: random
+    hours, taps and loads, a third of the inverters' actions at +-1 (the measurement
+    behind ``N_ITER``: against 200 plain sweeps none was missed in 2048; 15 plain sweeps
+    missed 3 %)."""
+    from jaxgrid.devices.renewable import inverter_q_mvar
+    from jaxgrid.envs.voltage3.env import N_ITER
+
+    env, params = jaxgrid.make("voltage123-v0")
+    n = 256
+    k_time, k_act, k_tap = jax.random.split(jax.random.PRNGKey(0), 3)
+    load_mult, p_pv = jax.vmap(lambda t: env.exogenous(t, params))(
+        jax.random.randint(k_time, (n,), 0, 35000)
+    )
+    action = jax.random.uniform(k_act, (n, env.num_agents), minval=-1, maxval=1)
+    action = jnp.where(jnp.arange(n)[:, None] % 3 == 0, jnp.sign(action), action)
+    q_pv = jax.vmap(lambda a, p: inverter_q_mvar(a, p, params.pv_s_max_kva))(action, p_pv)
+    taps = params.feeder.tap_pu + 0.00625 * jax.random.randint(
+        k_tap, (n, params.feeder.tap_pu.shape[0]), -6, 7
+    )
+
+    def converged(sweeps):
+        solved = jax.jit(
+            jax.vmap(
+                lambda lm, p, q, t: type(env)(
+                    params, env.horizon, env.agents, n_iter=sweeps
+                ).power_flow(lm, p, q, t, params)
+            )
+        )(load_mult, p_pv, q_pv, taps)
+        return np.asarray(solved.converged), np.asarray(solved.vm_pu)
+
+    ours, vm = converged(N_ITER)
+    many, vm_many = converged(200)
+    assert N_ITER == 15 and many.mean() > 0.9
+    assert not np.any(ours & ~many)
+    assert np.sum(many & ~ours) <= 0.01 * n  # 1 of 256 here
+    assert np.max(np.abs(vm[ours] - vm_many[ours])) < 1e-4
