@@ -45,6 +45,9 @@ obs, state, reward, terminated, truncated, info = env.step(key, state, action, p
   ``step_env(key_step, ...)`` and ``reset_env(key_reset, params)`` and selects the reset
   when the episode ended. ``info["final_observation"]`` is the observation before the
   reset, so a time-limit truncation can bootstrap from it.
+- ``reset``, ``step_env`` and ``step`` trace every matrix product at the dtype's full
+  precision (:func:`~jaxgrid.numerics.full_precision`): on GPUs float32 products would
+  otherwise run in TF32, too coarse for the power-flow sweeps.
 
 A subclass defines the model: ``default_params``, the spaces, ``reset_env``, ``observe``
 and ``transition`` (one step with an already-sanitised action). The base class adds
@@ -61,6 +64,7 @@ import jax.numpy as jnp
 
 from jaxgrid import spaces
 from jaxgrid.masked import masked_apply
+from jaxgrid.numerics import full_precision
 from jaxgrid.rewards.abort import check_abort
 from jaxgrid.rewards.scalarise import cost_penalty, scalarise
 from jaxgrid.types import Array, PRNGKey, PyTree
@@ -238,12 +242,14 @@ class Environment(abc.ABC, Generic[TState, TParams]):
 
     # -- the contract, shared by all environments -------------------------------------
 
+    @full_precision
     def reset(self, key: PRNGKey, params: TParams | None = None) -> tuple[PyTree, TState]:
         """Start an episode: ``(obs, state)``."""
         if params is None:
             params = self.default_params()
         return self.reset_env(key, params)
 
+    @full_precision
     def step_env(
         self, key: PRNGKey, state: TState, action: PyTree, params: TParams | None = None
     ) -> tuple[PyTree, TState, Array, Array, Array, dict[str, Any]]:
@@ -287,6 +293,7 @@ class Environment(abc.ABC, Generic[TState, TParams]):
         )
         return tr.obs, tr.state, reward, terminated, tr.truncated, info
 
+    @full_precision
     def step(
         self, key: PRNGKey, state: TState, action: PyTree, params: TParams | None = None
     ) -> tuple[PyTree, TState, Array, Array, Array, dict[str, Any]]:

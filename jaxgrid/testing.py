@@ -17,7 +17,10 @@ It checks the environment contract (``jaxgrid.env``) end to end:
    counters see them. Where the horizon is longer than ``num_steps`` (up to
    ``MAX_TRUNCATION_CHECK``) these runs go through a whole episode and one step, unless
    ``whole_episode=False`` (for a variant whose horizon a smaller sibling already checks);
-7. in float64 (params cast to float64 under ``jax_enable_x64``): the contract flags of
+7. every floating-point matrix product that ``reset`` and ``step`` trace asks for full
+   precision (:func:`~jaxgrid.numerics.full_precision`; GPUs otherwise run float32
+   products in TF32);
+8. in float64 (params cast to float64 under ``jax_enable_x64``): the contract flags of
    item 5 and 6 hold for one run, and ``vmap`` over ``num_envs`` environments equals a
    Python loop over the same keys, compared on 8 rows spread over the batch
    (``_check_vmap_matches_loop`` says why float64).
@@ -278,6 +281,9 @@ def _check_traces_once(env, params, key, fail) -> None:
             if i == 2:
                 obs, state = jax.eval_shape(reset, key, params)
         world = jax.eval_shape(env.world_state, state, params)
+        # the same arguments again: jit's cache gives the traced programs, no new trace
+        below = products_below_full_precision(reset.trace(key, params).jaxpr.jaxpr)
+        below += products_below_full_precision(step.trace(key, state, action, params).jaxpr.jaxpr)
     except AssertionError as err:
         fail(
             "jitted reset/step traced more than once (a state leaf changes shape, dtype "
@@ -285,6 +291,11 @@ def _check_traces_once(env, params, key, fail) -> None:
         )
     except TypeError as err:
         fail(str(err))
+    if below:
+        fail(
+            f"{len(below)} matrix products of reset/step run below full precision (TF32 on "
+            f"GPUs), e.g. {below[0]}: trace them under jaxgrid.numerics.full_precision"
+        )
     if jax.tree_util.tree_structure(state) != jax.tree_util.tree_structure(first_state) or any(
         (a.shape, a.dtype) != (b.shape, b.dtype)
         for a, b in zip(jax.tree_util.tree_leaves(state), jax.tree_util.tree_leaves(first_state))
@@ -315,6 +326,26 @@ def _check_traces_once(env, params, key, fail) -> None:
             fail(f"{name} must be a scalar bool, got {flag.dtype} {flag.shape}")
     if len(world.shape) != 1 or not jnp.issubdtype(world.dtype, jnp.floating):
         fail(f"world_state must be a 1-D float array, got {world.dtype} {world.shape}")
+
+
+def products_below_full_precision(jaxpr) -> list[str]:
+    """The floating-point ``dot_general`` products of ``jaxpr`` (sub-programs included)
+    that do not ask for ``HIGHEST`` precision, each described by its operand types."""
+    found = []
+    highest = jax.lax.Precision.HIGHEST
+    for eqn in jaxpr.eqns:
+        if eqn.primitive.name == "dot_general":
+            precision = eqn.params["precision"]
+            operands = [v.aval for v in eqn.invars]
+            floating = any(jnp.issubdtype(a.dtype, jnp.inexact) for a in operands)
+            if floating and (precision is None or any(q != highest for q in precision)):
+                found.append(" x ".join(a.str_short() for a in operands))
+        for value in eqn.params.values():
+            for sub in value if isinstance(value, (tuple, list)) else (value,):
+                inner = getattr(sub, "jaxpr", sub)
+                if hasattr(inner, "eqns"):
+                    found.extend(products_below_full_precision(inner))
+    return found
 
 
 def _action(space: spaces.Space, kind, key):

@@ -33,6 +33,7 @@ def test_check_env_passes_on_a_correct_env():
         (toy_envs.Float32Only, r"does not run in float64: .*leaf \.level is float32"),
         (toy_envs.WeakTypeDrift, "traced more than once"),
         (toy_envs.WorldStateGoesNaN, "NaN or inf in state, observation, world_state"),
+        (toy_envs.StepProductBelowFullPrecision, r"1 matrix products of reset/step run below"),
     ],
 )
 def test_check_env_catches_broken_envs(env_class, message):

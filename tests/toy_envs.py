@@ -185,6 +185,15 @@ class WorldStateGoesNaN(Tanks):
         return jnp.append(state.level, 1.0 / (self.horizon - 2 - state.time))
 
 
+class StepProductBelowFullPrecision(Tanks):
+    """Bug: overrides ``step`` (as a wrapper may) and mixes the observation by a matrix
+    product of its own, outside ``full_precision``: on a GPU it would run in TF32."""
+
+    def step(self, key, state, action, params=None):
+        obs, state, *rest = super().step(key, state, action, params)
+        return (obs @ jnp.eye(obs.shape[-1], dtype=obs.dtype), state, *rest)
+
+
 @struct.dataclass
 class DoorsState:
     time: jax.Array  # () int32

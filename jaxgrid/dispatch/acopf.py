@@ -92,6 +92,7 @@ import numpy as np
 from flax import struct
 
 from jaxgrid.grid.network import ISOLATED, PIECEWISE_LINEAR, POLYNOMIAL, REF, Network
+from jaxgrid.numerics import full_precision
 from jaxgrid.types import Array, float_dtype
 
 DEFAULT_ITERATIONS = 60
@@ -210,6 +211,7 @@ class _State(NamedTuple):
     failed: Array  # () bool
 
 
+@full_precision
 def acopf(
     network: Network,
     p_mw=None,

@@ -67,6 +67,7 @@ from flax import struct
 from jaxgrid.grid.network import POLYNOMIAL, Network
 from jaxgrid.grid.sensitivity import ptdf as ptdf_matrix
 from jaxgrid.grid.sensitivity import shift_flow_mw
+from jaxgrid.numerics import full_precision
 from jaxgrid.types import Array
 
 DEFAULT_ITERATIONS = 40
@@ -153,6 +154,7 @@ def monitored_branches(network: Network, rate_mva=None) -> tuple[int, ...]:
     return tuple(int(k) for k in np.flatnonzero(on & np.isfinite(rate)))
 
 
+@full_precision
 def dcopf(
     network: Network,
     pd_mw: Array | None = None,

@@ -84,6 +84,7 @@ from flax import struct
 from jax.custom_batching import custom_vmap
 
 from jaxgrid.grid.network import ISOLATED, PV, REF, Network
+from jaxgrid.numerics import full_precision
 from jaxgrid.types import Array, float_dtype
 
 METHODS = ("fast_decoupled", "newton")
@@ -150,6 +151,7 @@ class FastDecoupledMatrices:
     bpp_inv: Array
 
 
+@full_precision
 def fast_decoupled_matrices(network: Network, dtype=None) -> FastDecoupledMatrices:
     """The inverses of ``B'`` and ``B''`` of ``network`` (MATPOWER's ``makeB``, XB), for
     :func:`acpf`'s ``matrices``: computing them once saves two dense inversions per call
@@ -187,6 +189,7 @@ def default_tolerance(network: Network, dtype, factor: float = 8.0):
     return jnp.maximum(1e-5, factor * jnp.finfo(jnp.float32).eps * y_bus)
 
 
+@full_precision
 def acpf(
     network: Network,
     p_mw=None,

@@ -14,9 +14,11 @@ import jax.numpy as jnp
 
 from jaxgrid.grid.feeder import Feeder
 from jaxgrid.grid.result import PowerFlowResult
+from jaxgrid.numerics import full_precision
 from jaxgrid.types import Array
 
 
+@full_precision
 def voltage_angles(feeder: Feeder, result: PowerFlowResult) -> Array:
     """Bus voltage angles ``(n_bus,)`` relative to the slack, degrees."""
     dtype = result.vm_pu.dtype

@@ -20,6 +20,7 @@ import jax.numpy as jnp
 from flax import struct
 
 from jaxgrid.grid.network import REF, Network
+from jaxgrid.numerics import full_precision
 from jaxgrid.types import Array
 
 
@@ -71,6 +72,7 @@ def slack_index(network: Network) -> Array:
     return jnp.argmax(network.bus_type == REF).astype(jnp.int32)
 
 
+@full_precision
 def dc_matrices(network: Network) -> DCMatrices:
     """The DC model of ``network`` (see :class:`DCMatrices`); out-of-service branches
     contribute nothing."""
@@ -85,6 +87,7 @@ def dc_matrices(network: Network) -> DCMatrices:
     return DCMatrices(b_bus, b_branch, p_bus_shift, p_branch_shift)
 
 
+@full_precision
 def reduced_inverse(network: Network, b_bus: Array) -> Array:
     """``(n_bus, n_bus)`` inverse of ``b_bus`` with the slack bus's row and column (and those
     of buses without any in-service branch) removed, padded with zeros back to full
@@ -97,6 +100,7 @@ def reduced_inverse(network: Network, b_bus: Array) -> Array:
     return jnp.where(mask, inverse, 0.0)
 
 
+@full_precision
 def dcpf(network: Network, pg_mw: Array | None = None, pd_mw: Array | None = None):
     """DC power flow for generator outputs ``pg_mw`` ``(n_gen,)`` (default the network's
     ``pg_mw``; out-of-service generators produce nothing) and bus loads ``pd_mw``

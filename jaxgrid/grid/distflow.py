@@ -27,6 +27,7 @@ from jaxgrid.grid.implicit import implicit_root
 from jaxgrid.grid.injections import bus_injections, demand_at
 from jaxgrid.grid.lindistflow import V_FLOOR
 from jaxgrid.grid.result import PowerFlowResult
+from jaxgrid.numerics import full_precision
 
 ELL_MAX = 1e4  # cap on the squared branch current (pu) that keeps a diverging sweep finite
 MAX_ITERATIONS = 100  # sweeps are unrolled: a bound keeps compilation short
@@ -40,6 +41,7 @@ def default_tolerance(dtype) -> float:
     return 1e-8 if jnp.dtype(dtype) == jnp.float64 else 2e-6
 
 
+@full_precision
 def distflow(
     feeder: Feeder, p_mw, q_mvar, iterations: int = 10, tol: float | None = None
 ) -> PowerFlowResult:

@@ -52,6 +52,7 @@ from jaxgrid.grid.implicit import implicit_root
 from jaxgrid.grid.injections import bus_injections, demand_at
 from jaxgrid.grid.lindistflow import V_FLOOR
 from jaxgrid.grid.result import PowerFlowResult
+from jaxgrid.numerics import full_precision
 
 
 def default_tolerance(dtype) -> float:
@@ -64,6 +65,7 @@ def default_tolerance(dtype) -> float:
     return 1e-9 if jnp.dtype(dtype) == jnp.float64 else 1e-5
 
 
+@full_precision
 def distflow_newton(
     feeder: Feeder,
     p_mw,

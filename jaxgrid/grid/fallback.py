@@ -29,10 +29,12 @@ from jaxgrid.grid.distflow_newton import distflow_newton
 from jaxgrid.grid.feeder import Feeder
 from jaxgrid.grid.result import PowerFlowResult
 from jaxgrid.masked import masked_apply
+from jaxgrid.numerics import full_precision
 
 CAPACITY = 64  # solves of a batch Newton takes per round (fewer when the batch is smaller)
 
 
+@full_precision
 def distflow_with_fallback(
     feeder: Feeder, p_mw, q_mvar, sweeps: int = 10, newton_iterations: int = 3
 ) -> PowerFlowResult:

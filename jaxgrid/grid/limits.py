@@ -6,6 +6,7 @@ import jax.numpy as jnp
 
 from jaxgrid.grid.feeder import Feeder
 from jaxgrid.grid.result import PowerFlowResult
+from jaxgrid.numerics import full_precision
 from jaxgrid.types import Array
 
 
@@ -14,6 +15,7 @@ def voltage_violation_pu(vm_pu: Array, vmin_pu, vmax_pu) -> Array:
     return jnp.maximum(vmin_pu - vm_pu, 0.0) + jnp.maximum(vm_pu - vmax_pu, 0.0)
 
 
+@full_precision
 def branch_loading(feeder: Feeder, result: PowerFlowResult) -> Array:
     """Apparent power at the sending end over the rating, ``(n_branch,)`` (0 where unrated)."""
     s_mva = jnp.hypot(result.p_branch_mw, result.q_branch_mvar)

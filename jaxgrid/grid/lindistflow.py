@@ -34,12 +34,13 @@ import jax.numpy as jnp
 from jaxgrid.grid.feeder import Feeder
 from jaxgrid.grid.injections import bus_injections, demand_at
 from jaxgrid.grid.result import PowerFlowResult
-from jaxgrid.numerics import sum_last_axis
+from jaxgrid.numerics import full_precision, sum_last_axis
 
 V_FLOOR = 1e-2  # squared-voltage floor (0.1 pu) of the nonlinear solvers: below it, collapsed
 V_COLLAPSE = 0.4  # squared voltage (pu^2) below which LinDistFlow reports voltage collapse
 
 
+@full_precision
 def lindistflow(feeder: Feeder, p_mw, q_mvar) -> PowerFlowResult:
     """Solve LinDistFlow for bus loads ``p_mw``, ``q_mvar`` ``(n_bus,)`` (positive = consumption)."""
     inj = bus_injections(feeder, p_mw, q_mvar)

@@ -22,9 +22,11 @@ import jax.numpy as jnp
 
 from jaxgrid.grid.dcpf import _incidence, dc_matrices, reduced_inverse
 from jaxgrid.grid.network import Network
+from jaxgrid.numerics import full_precision
 from jaxgrid.types import Array
 
 
+@full_precision
 def ptdf(network: Network) -> Array:
     """``(n_branch, n_bus)`` PTDF, MW of branch flow (from -> to) per MW injected at a bus
     and withdrawn at the slack bus (whose column is 0); rows of out-of-service branches
@@ -33,6 +35,7 @@ def ptdf(network: Network) -> Array:
     return m.b_branch @ reduced_inverse(network, m.b_bus)
 
 
+@full_precision
 def shift_flow_mw(network: Network, ptdf_matrix: Array | None = None) -> Array:
     """``(n_branch,)`` flows of the phase shifters alone (no injection), MW: DC flows are
     ``ptdf @ p_injection_mw + shift_flow_mw``."""
@@ -41,6 +44,7 @@ def shift_flow_mw(network: Network, ptdf_matrix: Array | None = None) -> Array:
     return (m.p_branch_shift - h @ m.p_bus_shift) * network.base_mva
 
 
+@full_precision
 def lodf(network: Network, ptdf_matrix: Array | None = None) -> tuple[Array, Array]:
     """Line outage distribution factors.
 

@@ -17,11 +17,13 @@ from jaxgrid.grid.fallback import distflow_with_fallback
 from jaxgrid.grid.feeder import Feeder
 from jaxgrid.grid.lindistflow import lindistflow
 from jaxgrid.grid.result import PowerFlowResult
+from jaxgrid.numerics import full_precision
 
 LINDISTFLOW, DISTFLOW = 0, 1
 SOLVERS = {"lindistflow": LINDISTFLOW, "distflow": DISTFLOW}
 
 
+@full_precision
 def solve_feeder(feeder: Feeder, p_mw, q_mvar, solver, sweeps: int) -> PowerFlowResult:
     """The feeder solved for bus loads ``p_mw``, ``q_mvar`` ``(n_bus,)`` (positive =
     consumption) by LinDistFlow or by DistFlow (``sweeps`` sweeps, Newton-Raphson where

@@ -141,30 +141,3 @@ def test_generator_node_out_of_range_is_named():
     feeder = load_feeder3("ieee13")
     with pytest.raises(ValueError, match=r"generator node 999 is not a node of ieee13"):
         build_port_zbus(feeder, gen_nodes=[999])
-
-
-def _dot_precisions(jaxpr):
-    """The ``precision`` of every ``dot_general`` in ``jaxpr``, sub-programs included."""
-    found = []
-    for eqn in jaxpr.eqns:
-        if eqn.primitive.name == "dot_general":
-            found.append(eqn.params["precision"])
-        for value in eqn.params.values():
-            for sub in value if isinstance(value, (tuple, list)) else (value,):
-                inner = getattr(sub, "jaxpr", sub)
-                if hasattr(inner, "eqns"):
-                    found.extend(_dot_precisions(inner))
-    return found
-
-
-def test_products_run_in_full_precision():
-    """XLA's GPU backend runs float32 products in TF32 unless told otherwise, which cost
-    the voltage environments converged steps on an H200: every product of the solve asks
-    for the dtype's full precision."""
-    feeder = load_feeder3("ieee123")
-    zbus = build_port_zbus(feeder, gen_nodes=[feeder.node_names.index("65.1")])
-    jaxpr = jax.make_jaxpr(lambda s, p: port_power_flow(zbus, feeder, s, p, p))(1.0, jnp.ones(1))
-    precisions = _dot_precisions(jaxpr.jaxpr)
-    assert len(precisions) >= 10  # the iteration's and the result's products
-    highest = jax.lax.Precision.HIGHEST
-    assert all(p is not None and all(q == highest for q in p) for p in precisions), precisions

@@ -67,6 +67,7 @@ from flax import struct
 
 from jaxgrid.grid.three_phase.feeder3 import Feeder3
 from jaxgrid.grid.three_phase.upf import element_admittances64
+from jaxgrid.numerics import full_precision
 from jaxgrid.types import Array, float_dtype
 
 # a node whose driving-point impedance in the series network exceeds this (pu of its base
@@ -169,6 +170,7 @@ def _pairs(feeder: Feeder3):
     return first, other, pair
 
 
+@full_precision
 def lindist3flow_model(feeder: Feeder3) -> LinDist3Flow:
     """Build LinDist3Flow's affine map of ``feeder`` at its taps (host side, float64
     numpy; leaves cast to the default float dtype).
@@ -240,6 +242,7 @@ def lindist3flow_model(feeder: Feeder3) -> LinDist3Flow:
     )
 
 
+@full_precision
 def lindist3flow(
     model: LinDist3Flow,
     load_scale=1.0,

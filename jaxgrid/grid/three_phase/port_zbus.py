@@ -73,7 +73,7 @@ from jaxgrid.grid.three_phase.upf import (
     load_admittance,
     source_emf,
 )
-from jaxgrid.numerics import sum_last_axis
+from jaxgrid.numerics import full_precision, sum_last_axis
 from jaxgrid.types import Array, float_dtype
 
 # Default fixed-point iterations by precision. The last change shrinks about sevenfold an
@@ -377,6 +377,7 @@ def _cmatvec(block_t: Array, x: Array) -> Array:
     return jax.lax.complex(y[:k], y[k:])
 
 
+@full_precision
 def port_power_flow(
     zbus: PortZbus,
     feeder: Feeder3,

@@ -51,6 +51,7 @@ import numpy as np
 from flax import struct
 
 from jaxgrid.grid.three_phase.feeder3 import Feeder3
+from jaxgrid.numerics import full_precision
 from jaxgrid.types import Array, float_dtype
 
 S_BASE_VA = 1e6
@@ -198,6 +199,7 @@ def source_emf(feeder: Feeder3) -> Array:
     return magnitude * jnp.exp(1j * angle)
 
 
+@full_precision
 def unbalanced_power_flow(
     feeder: Feeder3,
     load_scale=1.0,
@@ -349,6 +351,7 @@ def unbalanced_power_flow(
     return flow_result(feeder, v, y_elem, i_dev[:n], mismatch, tol_pu)
 
 
+@full_precision
 def flow_result(
     feeder, v, y_elem, i_dev, mismatch, tol_pu, i_source=None
 ) -> UnbalancedPowerFlowResult:
