@@ -28,7 +28,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxgrid.env import Environment
-from jaxgrid.rollout import act, start_memory
+from jaxgrid.rollout import OneOf, act, start_memory
 
 NOT_METRICS = {"final_observation", "action_clipped", "action_nonfinite", "abort_reason"}
 FAILED = "power_flow_failed"  # a metric over all steps; the others over the solved ones
@@ -153,11 +153,21 @@ def compare(policy: Callable, env: Environment, params: Any, key, episodes: int 
     return report
 
 
-def evaluate_baselines(env: Environment, params: Any, key, episodes: int = 32) -> dict:
-    """:func:`evaluate` of every baseline of ``env``, by name."""
+def evaluate_baselines(
+    env: Environment, params: Any, key, episodes: int = 32, test_days: bool = True
+) -> dict:
+    """:func:`evaluate` of every baseline of ``env``, by name: one compiled program for
+    all of them, the baseline chosen by an argument (:class:`~jaxgrid.rollout.OneOf`)."""
+    baselines = env.baselines(params)
+    params = held_out(params) if test_days else params
+    run = jax.jit(
+        lambda key, index: batch_totals(
+            OneOf(baselines.values(), index), env, params, key, episodes
+        )
+    )
     return {
-        name: evaluate(baseline, env, params, key, episodes)
-        for name, baseline in env.baselines(params).items()
+        name: summarise(run(key, jnp.asarray(i, jnp.int32)), env)
+        for i, name in enumerate(baselines)
     }
 
 

@@ -53,7 +53,6 @@ from jaxgrid.train.checkpoint import Checkpoints
 from jaxgrid.train.defaults import defaults
 from jaxgrid.train.evaluate import (
     batch_totals,
-    evaluate,
     evaluate_baselines,
     held_out,
     oracle,
@@ -551,10 +550,7 @@ def _stress_results(run: Run, members: Any, params: Any, key, episodes: int) -> 
             summarise(totals(jax.tree_util.tree_map(lambda x, k=k: x[k], members), split), env)
             for k in range(run.config.seeds)
         ]
-        baselines = {
-            b: evaluate(policy, env, split, key, episodes, test_days=False)
-            for b, policy in env.baselines(split).items()
-        }
+        baselines = evaluate_baselines(env, split, key, episodes, test_days=False)
         out[name] = {"policy": _mean_results(seeds), "seeds": seeds, "baselines": baselines}
     return out
 

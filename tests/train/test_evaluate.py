@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from toy_envs import Collapses, Doors, Tanks
 
-from jaxgrid.train.evaluate import batch_totals, compare, evaluate, score
+from jaxgrid.train.evaluate import batch_totals, compare, evaluate, evaluate_baselines, score
 
 KEY = jax.random.PRNGKey(5)
 
@@ -90,3 +90,46 @@ def test_failed_power_flows_end_the_episode_and_add_to_no_figure():
     assert result["costs"]["power_flow"] == pytest.approx(1.0)
     tracking = evaluate(still, Tanks(num_agents=2, horizon=7), params, KEY, episodes=4)
     assert result["return"] < -9.0 < tracking["return"]
+
+
+class AlternatingDoor:
+    """A controller whose memory counts steps: door 1 on even steps, door 0 on odd ones."""
+
+    reads_state = True
+
+    def init(self, state):
+        return jnp.zeros((), jnp.int32)
+
+    def act(self, key, obs, state, memory):
+        door_now = jnp.where(memory % 2 == 0, 1, 0)
+        return jnp.full(obs["action_mask"].shape[:-1], door_now, jnp.int32), memory + 1
+
+
+class DoorsWithBaselines(Doors):
+    def baselines(self, params):
+        return {
+            "door1": door(1),
+            "door2_as_float": lambda key, obs: door(2)(key, obs).astype(jnp.float32),
+            "alternating": AlternatingDoor(),
+            **super().baselines(params),
+        }
+
+
+def test_baselines_evaluated_in_one_program_equal_each_evaluated_alone(monkeypatch):
+    import jaxgrid.train.evaluate as evaluate_module
+
+    env = DoorsWithBaselines()
+    params = env.default_params()
+    traces = []
+    traced = evaluate_module.batch_totals
+    monkeypatch.setattr(
+        evaluate_module, "batch_totals", lambda *a, **k: traces.append(1) or traced(*a, **k)
+    )
+    together = evaluate_baselines(env, params, KEY, episodes=5)
+    assert len(traces) == 1  # one program for the four baselines
+    monkeypatch.undo()
+    assert list(together) == ["door1", "door2_as_float", "alternating", "random"]
+    for name, policy in env.baselines(params).items():
+        assert together[name] == evaluate(policy, env, params, KEY, episodes=5), name
+    assert together["door1"]["return"] == pytest.approx(4.0)
+    assert together["door2_as_float"]["return"] == pytest.approx(-36.0)
