@@ -1,6 +1,6 @@
 """jaxgrid's environments against PowerZooJax's on the same task, side by side in one run.
 
-    python benchmarks/powerzoojax_envs.py --powerzoojax PATH --task {dcmg,ieee123}
+    python benchmarks/powerzoojax_envs.py --powerzoojax PATH --task {dcmg,ders141,ieee123}
         [--batches 1 64 256 1024] [--steps N] [--repeats 5] [--out FILE]
 
 ``PATH`` is a checkout of github.com/powerzoojax/PowerZooJax (its ``powerzoojax`` package
@@ -19,6 +19,14 @@ Tasks:
 - ``dcmg``: ``dcmg-v0`` against PowerZooJax's ``DataCenterMicrogridEnv`` with its task's
   default profiles (``make_dcmicrogrid_params_with_profiles``: Google workload, GB prices;
   5 actions, 24 observations), over one day of 288 five-minute steps.
+- ``ders141``: ``ders141-v0`` (12 agents: 4 batteries, 4 PV inverters, 4 flexible loads on
+  case141, DistFlow) against PowerZooJax's DERs task as its IPPO trains on it
+  (``tasks.ders.make_ders_marl_env``: the same 12 devices on case141, local
+  observations, its DistFlow sweep), 48 half-hour steps. PowerZooJax's multi-agent
+  environments take JaxMARL's per-agent dicts and no params argument; a thin adapter
+  (:class:`MarlAsGymnax`) stacks the agents' actions into the dict its ``step`` reads
+  and passes its own observation and reward dicts through, so the peer's work is
+  untouched.
 - ``ieee123``: ``voltage123-v0`` (16 PV inverters) and ``voltage123-reg-v0`` (7 regulator
   agents), each env-step one port Z-bus power flow at its fixed 10 float32 iterations
   with OpenDSS's coupled impedance matrices, against PowerZooJax's ``DistGrid3PhaseEnv``
@@ -56,9 +64,49 @@ def _ieee123_peer():
     return DistGrid3PhaseEnv(), params
 
 
+class MarlAsGymnax:
+    """A PowerZooJax multi-agent environment (JaxMARL's ``reset(key)``, ``step(key,
+    state, actions_dict)``) behind gymnax's signatures, actions stacked ``(agents,
+    act_dim)``: what :func:`env_throughput.measure_env` steps."""
+
+    def __init__(self, env):
+        self.env = env
+
+    def reset(self, key, params):
+        return self.env.reset(key)
+
+    def step(self, key, state, action, params):
+        names = self.env.agent_names
+        return self.env.step(key, state, {n: action[i] for i, n in enumerate(names)})
+
+    def action_space(self, params):
+        one = self.env.action_space()
+        return Box(one.low, one.high, (self.env.num_agents, *one.shape))
+
+
+class Box:
+    """Uniform actions in ``[low, high]`` for every agent."""
+
+    def __init__(self, low, high, shape):
+        self.low, self.high, self.shape = low, high, shape
+
+    def sample(self, key):
+        import jax
+
+        return jax.random.uniform(key, self.shape, minval=self.low, maxval=self.high)
+
+
+def _ders141_peer():
+    from powerzoojax.tasks.ders import make_ders_marl_env
+
+    env, params = make_ders_marl_env()
+    return MarlAsGymnax(env), params
+
+
 # task: (jaxgrid environments, (peer's name, its (env, params) factory), steps per run)
 TASKS = {
     "dcmg": (("dcmg-v0",), ("PowerZooJax DCMG", _dcmg_peer), 288),
+    "ders141": (("ders141-v0",), ("PowerZooJax DERs (IPPO env)", _ders141_peer), 48),
     "ieee123": (
         ("voltage123-v0", "voltage123-reg-v0"),
         ("PowerZooJax DistGrid3PhaseEnv", _ieee123_peer),
