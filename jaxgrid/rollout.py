@@ -72,9 +72,12 @@ class OneOf:
         self.index = index
 
     def init(self, state: PyTree) -> PyTree:
+        """Every policy's memory at the start, from the first state: a tuple, one each."""
         return tuple(start_memory(p, state) for p in self.policies)
 
     def act(self, key: PRNGKey, obs: PyTree, state: PyTree, memory: PyTree):
+        """``(action, memory)`` of ``policies[index]``; the others' memories unchanged."""
+
         def branch(i):
             def run(memory):
                 action, own = act(self.policies[i], key, obs, state, memory[i])
