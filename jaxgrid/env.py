@@ -40,7 +40,9 @@ obs, state, reward, terminated, truncated, info = env.step(key, state, action, p
   continuing at ``-power_flow_penalty`` a step (gym-ANM charges a terminal state the
   worst reward for all the steps it cuts off, in the same spirit). The environment keeps
   its state and observation free of the failed numbers
-  (:func:`~jaxgrid.grid.solvers.hold_failed`).
+  (:func:`~jaxgrid.grid.solvers.hold_failed`). ``info["steps_lost"]`` counts the steps
+  the failure cuts off, the failed one included (0 on every other step), so that a
+  learner can charge its constraint costs for them as the penalty charges the reward.
 - ``step`` auto-resets: it splits ``key`` into ``(key_step, key_reset)``, computes both
   ``step_env(key_step, ...)`` and ``reset_env(key_reset, params)`` and selects the reset
   when the episode ended. ``info["final_observation"]`` is the observation before the
@@ -268,6 +270,9 @@ class Environment(abc.ABC, Generic[TState, TParams]):
             reward_vector, costs = self._failure_outcome(tr.failed, reward_vector, costs)
             terminated = terminated | tr.failed
             info["power_flow_failed"] = tr.failed
+            info["steps_lost"] = jnp.where(tr.failed, self.steps_lost(state, params), 0).astype(
+                jnp.int32
+            )
         reward = scalarise(reward_vector, mask, scalarisation)
         if tr.failed is not None:
             penalty = jnp.asarray(self.failure_penalty(state, params), reward.dtype)
@@ -329,11 +334,15 @@ class Environment(abc.ABC, Generic[TState, TParams]):
             params = self.default_params()
         return jax.vmap(self.step, in_axes=(0, 0, 0, None))(keys, states, actions, params)
 
+    def steps_lost(self, state: TState, params: TParams) -> Array:
+        """``()`` int: the steps an episode loses when the step from ``state`` fails, the
+        failed step included (``horizon - state.time``)."""
+        return self.horizon - state.time
+
     def failure_penalty(self, state: TState, params: TParams) -> Array:
         """``()`` reward lost, per agent, when the step from ``state`` fails:
-        ``params.power_flow_penalty`` for the failed step and each step the episode
-        loses (``horizon - state.time`` in all)."""
-        return params.power_flow_penalty * (self.horizon - state.time)
+        ``params.power_flow_penalty`` for each of :meth:`steps_lost`."""
+        return params.power_flow_penalty * self.steps_lost(state, params)
 
     def _failure_outcome(self, failed: Array, reward_vector: Array, costs: Array):
         """Objectives and costs of a step whose physics failed: every objective 0, the only

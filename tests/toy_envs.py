@@ -343,3 +343,68 @@ class Collapses(Tanks):
             info={**tr.info, "loss_mw": jnp.where(failed, 1e6, 1.0)},
             failed=failed,
         )
+
+
+@struct.dataclass
+class CliffState:
+    time: jax.Array  # () int32
+
+
+@struct.dataclass
+class CliffParams:
+    edge: jax.Array  # an action above this steps off the cliff: the step's physics fails
+    power_flow_penalty: jax.Array  # reward lost per step a failure cuts off
+    scalarisation: Scalarisation
+
+
+class Cliff(Environment):
+    """A walk along a cliff with a cost no policy can avoid.
+
+    Each step pays 0.1 and costs ``hazard = 0.5 + 0.5 a^2`` for the action ``a`` in
+    [-1, 1]; an action above ``params.edge`` steps off the edge: the contract's failed
+    step (``Transition.failed``), which ends the episode at ``-power_flow_penalty`` per
+    step lost. A budget of 0 on ``hazard`` cannot be met, so an unchecked multiplier makes
+    stepping off (which ends every later cost) look cheapest; the best safe walk is
+    ``a = 0``. Observation: the share of the horizon gone, ``(1, 1)``.
+    """
+
+    objective_names = ("progress",)
+    cost_names = ("hazard", "power_flow")
+
+    def __init__(self, horizon: int = 16):
+        self.agents = ("walker",)
+        self.agent_types = ("walker",)
+        self.horizon = horizon
+
+    def default_params(self):
+        return CliffParams(
+            edge=jnp.float32(0.5),
+            power_flow_penalty=jnp.float32(0.1),
+            scalarisation=Scalarisation.create(1),
+        )
+
+    def observation_space(self, params):
+        return spaces.Box(0.0, 1.0, (1, 1))
+
+    def action_space(self, params):
+        return spaces.Box(-1.0, 1.0, (1, 1))
+
+    def observe(self, state, params):
+        return jnp.full((1, 1), state.time, float) / self.horizon  # the default float
+
+    def reset_env(self, key, params):
+        state = CliffState(time=jnp.zeros((), jnp.int32))
+        return self.observe(state, params), state
+
+    def transition(self, key, state, action, params):
+        new = CliffState(time=state.time + 1)
+        return Transition(
+            obs=self.observe(new, params),
+            state=new,
+            reward_vector=jnp.full((1, 1), 0.1),
+            costs=jnp.stack([0.5 + 0.5 * action[0] ** 2, jnp.zeros(1)], axis=1),
+            terminated=jnp.zeros((), bool),
+            truncated=new.time >= self.horizon,
+            info={},
+            failed=action[0, 0] > params.edge,
+        )

@@ -23,7 +23,21 @@ multiplier
 
 ``J_c`` is estimated from each update's rollout: the mean over the episodes that ended in
 it, or, where none ended (long episodes), its mean cost per step times the horizon, so
-that every update prices the constraint. The multipliers and the PID memory are part of the learner's state
+that every update prices the constraint.
+
+**Failed physics.** A step whose physics failed ends its episode, and with it every cost
+the episode would have incurred (``info["steps_lost"]`` counts the steps cut off). Left
+at that, a large multiplier makes a collapse the cheapest way to meet a budget: on
+``voltage33-v0`` with a zero voltage-band budget, IPPO-Lagrangian learned to collapse the
+feeder at the first step of every episode. So each budgeted cost charges a failed step
+``steps_lost x ceiling_c``, with ``ceiling_c`` the largest per-step value of the cost
+seen on any solved step since training began (:func:`charge_lost_steps`): a collapse
+then costs at least what continuing would, as the reward's failure penalty makes it
+lose at least what continuing would. The charge enters the cost advantages and ``J_c``
+alike. (Bootstrapping the failed step's cost from the cost critic instead was tried and
+did not stop the dodge: the critic never sees a state beyond a failure.)
+
+The multipliers, the PID memory and the ceilings are part of the learner's state
 (:class:`LagrangeState`), so checkpoints keep them.
 """
 
@@ -41,16 +55,19 @@ class LagrangeState:
     multiplier: ``(n_budgeted,)`` lambda of each budgeted cost, >= 0.
     integral: ``(n_budgeted,)`` the PID's accumulated violation (dual ascent: unused).
     last_cost: ``(n_budgeted,)`` the previous update's episode-cost estimate.
+    cost_ceiling: ``(n_budgeted,)`` the largest per-step cost of a solved step so far,
+        the rate a failed step is charged for each step it cuts off.
     """
 
     multiplier: Array
     integral: Array
     last_cost: Array
+    cost_ceiling: Array
 
     @classmethod
     def create(cls, n_budgeted: int, initial: float, dtype) -> LagrangeState:
         zeros = jnp.zeros(n_budgeted, dtype)
-        return cls(multiplier=zeros + initial, integral=zeros, last_cost=zeros)
+        return cls(multiplier=zeros + initial, integral=zeros, last_cost=zeros, cost_ceiling=zeros)
 
 
 def validate_budgets(cost_budgets, lagrange_lr, lagrange_init, pid_gains) -> None:
@@ -89,7 +106,27 @@ def update_multipliers(
     integral = jnp.maximum(state.integral + violation, 0.0)
     rising = jnp.maximum(episode_cost - state.last_cost, 0.0)
     multiplier = jnp.maximum(kp * violation + ki * integral + kd * rising, 0.0)
-    return LagrangeState(multiplier=multiplier, integral=integral, last_cost=episode_cost)
+    return state.replace(multiplier=multiplier, integral=integral, last_cost=episode_cost)
+
+
+def charge_lost_steps(
+    state: LagrangeState, costs: Array, steps_lost: Array
+) -> tuple[LagrangeState, Array]:
+    """Costs with the steps a failure cut off charged (see the module docstring).
+
+    Args:
+        state: its ``cost_ceiling`` is raised to the largest cost of the solved steps here.
+        costs: ``(..., n_budgeted)`` budgeted costs of each step.
+        steps_lost: ``(...)`` int, ``info["steps_lost"]`` (0 on steps that did not fail).
+
+    Returns:
+        The new state and ``costs + steps_lost * cost_ceiling``.
+    """
+    solved = (steps_lost == 0)[..., None]
+    seen = jnp.max(jnp.where(solved, costs, 0.0).reshape(-1, costs.shape[-1]), axis=0)
+    ceiling = jnp.maximum(state.cost_ceiling, seen.astype(state.cost_ceiling.dtype))
+    charged = costs + steps_lost[..., None].astype(costs.dtype) * ceiling.astype(costs.dtype)
+    return state.replace(cost_ceiling=ceiling), charged
 
 
 def dual_step(

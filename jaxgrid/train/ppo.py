@@ -48,6 +48,7 @@ from jaxgrid.train.gae import gae
 from jaxgrid.train.lagrangian import (
     LagrangeState,
     budget_metrics,
+    charge_lost_steps,
     combine_advantages,
     dual_step,
     validate_budgets,
@@ -177,6 +178,7 @@ class Transition(NamedTuple):
     next_value: jax.Array
     reward: jax.Array
     costs: jax.Array  # (envs, agents, budgeted costs)
+    steps_lost: jax.Array  # (envs, agents) int: steps a failed step cut off (0 otherwise)
     terminated: jax.Array
     truncated: jax.Array
     info: dict
@@ -399,6 +401,10 @@ def make_train(
             next_value=final_value,  # completed after the rollout
             reward=reward,
             costs=info["costs"][..., budget_index].astype(reward.dtype),
+            steps_lost=jnp.broadcast_to(
+                info.get("steps_lost", jnp.zeros(terminated.shape, jnp.int32))[:, None],
+                reward.shape,
+            ),
             terminated=jnp.broadcast_to(terminated[:, None], reward.shape),
             truncated=jnp.broadcast_to(truncated[:, None], reward.shape),
             info={
@@ -453,14 +459,19 @@ def make_train(
         lagrange, episode_cost = runner.lagrange, None
         if constrained:
             advantages, targets = advantage(reward, traj.value[..., 0], traj.next_value[..., 0])
+            # a failed step is charged for the steps it cut off (lagrangian's docstring)
+            lagrange, costs = charge_lost_steps(lagrange, traj.costs, traj.steps_lost)
             cost_advantages, cost_targets = jax.vmap(advantage, in_axes=-1, out_axes=-1)(
-                traj.costs, traj.value[..., 1:], traj.next_value[..., 1:]
+                costs, traj.value[..., 1:], traj.next_value[..., 1:]
             )
             # each budgeted cost of an episode: the mean over the episodes that ended in
-            # this rollout, else (long episodes) the rollout's cost per step x the horizon
+            # this rollout (charges included), else (long episodes) the rollout's cost per
+            # step x the horizon
             ended = episode_sums(traj.info)
+            charges = jnp.sum(jnp.mean(costs - traj.costs, axis=2), axis=(0, 1))
+            ended = dict(ended, episode_costs=ended["episode_costs"].at[budget_index].add(charges))
             lagrange, episode_cost = dual_step(
-                lagrange, ended, traj.costs, budget_index, env.horizon, config
+                lagrange, ended, costs, budget_index, env.horizon, config
             )
             # both standardised, so that a multiplier weighs costs against rewards in units
             # of their spread whatever the costs' scale (Ray et al. 2019 only centre the
@@ -505,7 +516,7 @@ def make_train(
             state, key = carry
             key, k_perm = jax.random.split(key)
             # info and costs: for metrics and the multipliers only
-            batch = (traj._replace(info={}, costs=None), advantages, targets)
+            batch = (traj._replace(info={}, costs=None, steps_lost=None), advantages, targets)
             batch = jax.tree_util.tree_map(
                 lambda x: x.reshape((-1,) + x.shape[2:]), batch
             )  # (T * E, ...)

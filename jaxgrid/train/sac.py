@@ -85,6 +85,7 @@ from jaxgrid.train.distributions import BoundedPolicy, n_outputs
 from jaxgrid.train.lagrangian import (
     LagrangeState,
     budget_metrics,
+    charge_lost_steps,
     combine_advantages,
     dual_step,
     validate_budgets,
@@ -421,6 +422,9 @@ def make_train(
             k: info[k]
             for k in ("returned_episode", "episode_return", "episode_objectives", "episode_costs")
         }
+        episodes["steps_lost"] = jnp.broadcast_to(
+            info.get("steps_lost", jnp.zeros(terminated.shape, jnp.int32))[:, None], reward.shape
+        )
         runner = runner.replace(env_state=env_state, obs=obs, key=key)
         return (runner, env_params), (transition, episodes)
 
@@ -430,6 +434,11 @@ def make_train(
         (runner, _), (traj, episodes) = jax.lax.scan(
             env_step, (runner, env_params), None, config.num_steps
         )
+        lagrange, charges = runner.lagrange, None
+        if constrained:  # a failed step is charged for the steps it cut off (lagrangian)
+            lagrange, costs = charge_lost_steps(lagrange, traj.costs, episodes["steps_lost"])
+            charges = jnp.sum(jnp.mean(costs - traj.costs, axis=2), axis=(0, 1))
+            traj = traj._replace(costs=costs)
         runner = remember(runner, traj)
         free = free_entries(env_params)
         target_entropy = (
@@ -504,12 +513,15 @@ def make_train(
             gradient_step, learner, jax.random.split(k_grad, config.gradient_steps)
         )
         ended = episode_sums(episodes)
-        lagrange, episode_cost = runner.lagrange, None
+        episode_cost = None
         if constrained:
             # each budgeted cost of an episode: the mean over the episodes that ended in
-            # this update, else the update's cost per step x the horizon
+            # this update (charges included), else the update's cost per step x the horizon
+            charged = dict(
+                ended, episode_costs=ended["episode_costs"].at[budget_index].add(charges)
+            )
             lagrange, episode_cost = dual_step(
-                lagrange, ended, traj.costs, budget_index, env.horizon, config
+                lagrange, charged, traj.costs, budget_index, env.horizon, config
             )
         runner = runner.replace(
             actor=actor_state,

@@ -91,6 +91,9 @@ class Forecast(AugmentedObservation):
     def failure_penalty(self, state, params: ForecastParams):
         return self.env.failure_penalty(state, params.env)
 
+    def steps_lost(self, state, params: ForecastParams):
+        return self.env.steps_lost(state, params.env)
+
     def oracle_return(self, params: ForecastParams, state):
         return self.env.oracle_return(params.env, state)
 

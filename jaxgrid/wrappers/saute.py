@@ -108,6 +108,9 @@ class Saute(AugmentedObservation):
     def failure_penalty(self, state: SauteState, params: SauteParams):
         return self.env.failure_penalty(state.env_state, params.env)
 
+    def steps_lost(self, state: SauteState, params: SauteParams):
+        return self.env.steps_lost(state.env_state, params.env)
+
     # -- the augmented model ---------------------------------------------------------------
 
     def _observe(self, obs: Array, budget_left: Array) -> Array:

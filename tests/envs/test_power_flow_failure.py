@@ -60,12 +60,14 @@ def test_a_failed_power_flow_ends_the_episode_with_the_penalty(name):
 
     _, after, reward, terminated, _, info = step_env(KEY, state, action, params)
     assert not bool(info["power_flow_failed"]) and not bool(terminated)
+    assert int(info["steps_lost"]) == 0
     assert np.all(np.asarray(info["costs"])[:, env.cost_names.index("power_flow")] == 0)
 
     obs, after, reward, terminated, _, info = step_env(KEY, state, action, overloaded(params))
     assert bool(info["power_flow_failed"]) and bool(terminated)
     steps_left = env.horizon - int(getattr(state, "society", state).time)  # this one included
     np.testing.assert_allclose(reward, -float(params.power_flow_penalty) * steps_left, rtol=1e-6)
+    assert int(info["steps_lost"]) == steps_left  # what a learner charges its costs for
     np.testing.assert_array_equal(info["reward_vector"], 0.0)
     only_power_flow = np.arange(len(env.cost_names)) == env.cost_names.index("power_flow")
     np.testing.assert_array_equal(

@@ -12,6 +12,7 @@ from jaxgrid.train import ippo, ppo
 from jaxgrid.train.lagrangian import (
     LagrangeState,
     budget_metrics,
+    charge_lost_steps,
     combine_advantages,
     dual_step,
     update_multipliers,
@@ -28,8 +29,8 @@ def test_dual_ascent_by_hand():
 
 
 def test_pid_by_hand():
-    state = LagrangeState(
-        multiplier=jnp.asarray([0.0]), integral=jnp.asarray([1.0]), last_cost=jnp.asarray([2.0])
+    state = LagrangeState.create(1, 0.0, jnp.float32).replace(
+        integral=jnp.asarray([1.0]), last_cost=jnp.asarray([2.0])
     )
     new = update_multipliers(state, jnp.asarray([3.0]), jnp.asarray([1.0]), 0.1, (1.0, 0.5, 2.0))
     # violation 2, integral 1 + 2 = 3, rise 3 - 2 = 1: 1 * 2 + 0.5 * 3 + 2 * 1 = 5.5
@@ -55,6 +56,39 @@ def test_episode_cost_estimate_and_metrics_by_hand():
     logged = budget_metrics(new, jnp.asarray([3.0]), index, 2)
     np.testing.assert_allclose(logged["lagrange"], [0.0, 0.2])
     np.testing.assert_allclose(logged["cost_estimate"], [0.0, 3.0])
+
+
+def test_a_failed_step_is_charged_for_the_steps_it_cut_off_by_hand():
+    state = LagrangeState.create(2, 0.0, jnp.float32).replace(cost_ceiling=jnp.asarray([0.5, 3.0]))
+    costs = jnp.asarray([[1.0, 2.0], [0.2, 0.1], [0.0, 0.0]])  # three steps, two costs
+    steps_lost = jnp.asarray([0, 0, 4])  # the third step failed, cutting off 4 steps
+    new, charged = charge_lost_steps(state, costs, steps_lost)
+    # ceilings: max(0.5, 1.0) = 1.0 and max(3.0, 2.0) = 3.0, from the solved steps only
+    np.testing.assert_allclose(new.cost_ceiling, [1.0, 3.0])
+    np.testing.assert_allclose(charged, [[1.0, 2.0], [0.2, 0.1], [4.0, 12.0]])
+    np.testing.assert_array_equal(new.multiplier, state.multiplier)
+
+
+def test_a_collapse_does_not_dodge_a_budget_no_policy_can_meet():
+    """``Cliff``: a zero budget on a cost no walk avoids drives the multiplier up; were a
+    failure free of cost, stepping off the cliff at once would be the best policy under
+    it (it was: every episode ended at its first step). Charged for the steps it cuts
+    off, a failure costs more than walking on at ``a = 0``, so the walker stays on."""
+    env = toy_envs.Cliff()
+    config = ppo.PPOConfig(
+        total_steps=64 * 16 * 120,
+        num_envs=64,
+        num_steps=16,
+        cost_budgets=(("hazard", 0.0),),
+        pid_gains=(1.0, 0.5, 0.5),
+    )
+    runner, metrics = jax.jit(ppo.make_train(config, env, env.default_params()).train)(
+        jax.random.PRNGKey(0)
+    )
+    failed_share = np.asarray(metrics["episode_costs"])[-10:, 1]  # power_flow per episode
+    assert float(runner.lagrange.multiplier[0]) > 10.0  # the budget is not met
+    assert float(np.mean(failed_share)) < 0.3
+    np.testing.assert_allclose(runner.lagrange.cost_ceiling, [1.0], rtol=0.05)
 
 
 def test_advantages_combine_by_hand():

@@ -130,9 +130,9 @@ class SmartGridOnFeeder(Environment):
         ].add(p_agents * tan_phi)
         return p.astype(dtype), q.astype(dtype)
 
-    def failure_penalty(self, state: FeederState, params: FeederParams):
-        """``power_flow_penalty`` for the failed step and each step the episode loses."""
-        return params.power_flow_penalty * (self.horizon - state.society.time)
+    def steps_lost(self, state: FeederState, params: FeederParams):
+        """The failed step and each step the episode loses (the society keeps the time)."""
+        return self.horizon - state.society.time
 
     def power_flow(self, enacted: Array, params: FeederParams):
         """The feeder solved for the bus loads of the agents' enacted actions."""
