@@ -47,6 +47,7 @@ def _demo(args) -> int:
         "final_observation",
         "action_clipped",
         "action_nonfinite",
+        "steps_lost",
     }
     baselines = env.baselines(params)
     unknown = [n for n in args.policy or () if n not in baselines]

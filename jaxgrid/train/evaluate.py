@@ -30,7 +30,13 @@ import numpy as np
 from jaxgrid.env import Environment
 from jaxgrid.rollout import OneOf, act, start_memory
 
-NOT_METRICS = {"final_observation", "action_clipped", "action_nonfinite", "abort_reason"}
+NOT_METRICS = {
+    "final_observation",
+    "action_clipped",
+    "action_nonfinite",
+    "abort_reason",
+    "steps_lost",  # bookkeeping for cost budgets, 0 on every solved step
+}
 FAILED = "power_flow_failed"  # a metric over all steps; the others over the solved ones
 REFERENCES = ("no_control", "idle", "truthful", "random")  # score 0: the first an env has
 
