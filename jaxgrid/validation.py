@@ -366,6 +366,7 @@ declare(
     Range("soc_max", ge=0, le=1),
     Ordered("soc_min", "soc_max", strict=True),
     Range("degradation_cost", ge=0, unit="currency/MWh"),
+    Range("smoothing_mw", ge=0, unit="MW"),
 )
 declare(
     EVParams,

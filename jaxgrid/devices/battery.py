@@ -6,6 +6,14 @@ battery cannot meet is clipped to what physics allows, in this order: the active
 rating, the energy left between the state-of-charge bounds (accounting for the charge or
 discharge efficiency), then reactive power within what the apparent-power rating leaves;
 the clipped amount is reported so an environment can charge it as a device-limit cost.
+
+With ``smoothing_mw > 0`` the active-power clip (to the rating and to what the state of
+charge allows) is a smooth surrogate (:func:`jaxgrid.smooth.soft_clip`, and
+:func:`jaxgrid.smooth.soft_min` between the rating and the energy limit), rounded over
+that many MW: the enacted power then moves with a request beyond the limits (its
+derivative decays over a few widths instead of dropping to 0) and stays strictly within
+them, at most ``0.69 smoothing_mw`` short of a limit it is asked to reach. The default,
+0, is the exact model.
 """
 
 from __future__ import annotations
@@ -15,6 +23,7 @@ from typing import NamedTuple
 import jax.numpy as jnp
 from flax import struct
 
+from jaxgrid.smooth import soft_clip, soft_min
 from jaxgrid.types import Array
 
 
@@ -29,6 +38,8 @@ class BatteryParams:
         eta_charge, eta_discharge: efficiencies in (0, 1].
         soc_min, soc_max: state-of-charge bounds, fraction of capacity.
         degradation_cost: cost per MWh of throughput (charged plus discharged), currency/MWh.
+        smoothing_mw: ``()`` or ``(n,)`` width of the smooth surrogate of the power
+            limits, MW; 0 (the default): the exact clip (module docstring).
     """
 
     capacity_mwh: Array
@@ -39,6 +50,7 @@ class BatteryParams:
     soc_min: Array
     soc_max: Array
     degradation_cost: Array
+    smoothing_mw: Array = 0.0
 
 
 class BatteryStep(NamedTuple):
@@ -56,8 +68,9 @@ def power_limits(soc: Array, dt_h, params: BatteryParams) -> tuple[Array, Array]
     """``(p_min, p_max)`` MW the battery can enact this step from state of charge ``soc``."""
     headroom = jnp.maximum(params.soc_max - soc, 0.0) * params.capacity_mwh
     stored = jnp.maximum(soc - params.soc_min, 0.0) * params.capacity_mwh
-    p_charge = jnp.minimum(params.p_max_mw, headroom / (params.eta_charge * dt_h))
-    p_discharge = jnp.minimum(params.p_max_mw, stored * params.eta_discharge / dt_h)
+    width = params.smoothing_mw
+    p_charge = soft_min(headroom / (params.eta_charge * dt_h), params.p_max_mw, width)
+    p_discharge = soft_min(stored * params.eta_discharge / dt_h, params.p_max_mw, width)
     return -p_discharge, p_charge
 
 
@@ -66,7 +79,7 @@ def battery_step(
 ) -> BatteryStep:
     """Enact a request of ``p_mw``, ``q_mvar`` for ``dt_h`` hours (see the module docstring)."""
     p_min, p_max = power_limits(soc, dt_h, params)
-    p = jnp.clip(p_mw, p_min, p_max)
+    p = soft_clip(p_mw, p_min, p_max, params.smoothing_mw)
     q_room = jnp.sqrt(jnp.maximum(params.s_max_mva**2 - p**2, 0.0))
     q = jnp.clip(q_mvar, -q_room, q_room)
     energy = jnp.where(p >= 0, p * params.eta_charge, p / params.eta_discharge) * dt_h

@@ -52,6 +52,16 @@ float32. Even so a float32 voltage is known to about 6e-8, so a branch of admitt
 2156 pu). The float32 tolerance therefore scales with the network (see
 :func:`default_tolerance`); voltages are then within about 1e-6 pu of float64.
 
+**Derivatives** are those of the solution, not of the iterations: every solve (the
+first and each reactive-limit round) is the root of the power-flow equations for
+:func:`jax.lax.custom_root` (:mod:`jaxgrid.grid.implicit`), so ``jax.grad`` and
+``jax.jvp`` with respect to loads, dispatch, setpoints and branch data cost one dense
+``2 n x 2 n`` solve at the solution, and do not move with the iteration count once the
+solve has converged. (The fast-decoupled iterations' batching rule, ``custom_vmap``,
+has no reverse mode: differentiating through them failed.) The switching of generators
+at reactive limits is a discrete event and carries no derivative. Tested against
+central differences in ``tests/grid/test_acpf_gradients.py``.
+
 **Batching.** Under ``jax.vmap`` over loads or dispatch (one network), the
 fast-decoupled iterations run on ``(n_bus, batch)`` arrays (a custom batching rule),
 so that gathers and scatter-adds over branches move whole rows: measured 2x faster
@@ -83,6 +93,7 @@ import jax.numpy as jnp
 from flax import struct
 from jax.custom_batching import custom_vmap
 
+from jaxgrid.grid.implicit import implicit_root
 from jaxgrid.grid.network import ISOLATED, PV, REF, Network
 from jaxgrid.numerics import full_precision
 from jaxgrid.types import Array, float_dtype
@@ -285,15 +296,19 @@ def acpf(
                 bp_inv=_inverse(b_p, case.pv | case.pq), bpp_inv=_inverse(b_pp, case.pq)
             )
 
-        def solve(sbus, va, vm, pv, pq, first: bool):
+        def iterations_of(sbus, va, vm, pv, pq, first: bool):
             bpp_inv = matrices.bpp_inv if first else _inverse(b_pp, pq)
             return _fdlf(iterations)(case, sbus, va, vm, pv | pq, pq, matrices.bp_inv, bpp_inv, tol)
 
     else:
         y_bus = _dense_admittance(case)
 
-        def solve(sbus, va, vm, pv, pq, first: bool):
+        def iterations_of(sbus, va, vm, pv, pq, first: bool):
             return _newton(case, y_bus, sbus, va, vm, pv | pq, pq, tol, iterations)
+
+    def solve(sbus, va, vm, pv, pq, first: bool):
+        """The iterations as they are, differentiated at their solution (module docstring)."""
+        return _at_solution(case, iterations_of, sbus, va, vm, pv, pq, first)
 
     qg_data = jnp.asarray(network.qg_mvar, dtype)
     qmin = jnp.asarray(network.qmin_mvar, dtype)
@@ -616,6 +631,39 @@ def _fdlf_loop(case, sbus, va, vm, pvpq, pq, bp_inv, bpp_inv, tol, iterations):
     ((va, vm, _, mis, done, ok), count), _ = jax.lax.scan(step, init, None, length=iterations)
     converged = ok[0] & _within(mis, pvpq, pq, tol)
     return va, vm, mis, converged, count
+
+
+def _at_solution(case: _Case, iterations_of, sbus, va, vm, pv, pq, first: bool):
+    """``iterations_of(sbus, va, vm, pv, pq, first)`` (returns as :func:`_fdlf_loop`),
+    differentiated as the root of the power-flow equations at its solution.
+
+    The unknowns are all angles and magnitudes; the equations are the active-power
+    mismatch at PV and PQ buses, the reactive one at PQ buses, and ``x = start`` for the
+    rest (the slack's angle, the regulated magnitudes ``vg_pu``, isolated buses), so the
+    derivatives with respect to loads, dispatch, setpoints and branch data come from the
+    implicit function theorem (:mod:`jaxgrid.grid.implicit`), not from the iterations.
+    """
+    pvpq = pv | pq
+    dtype = va.dtype
+
+    def residual(unknowns):
+        va_x, vm_x = unknowns
+        mis = _injection(case, va_x, vm_x) - sbus
+        return (
+            jnp.where(pvpq, jnp.real(mis), va_x - va),
+            jnp.where(pq, jnp.imag(mis), vm_x - vm),
+        )
+
+    def iterate(unknowns):
+        va_x, vm_x, mis, converged, count = iterations_of(sbus, *unknowns, pv, pq, first)
+        # custom_root's aux must be float: the mismatch in parts, the flags as 0/1
+        aux = (jnp.real(mis), jnp.imag(mis), converged.astype(dtype), count.astype(dtype))
+        return (va_x, vm_x), aux
+
+    (va, vm), (mis_p, mis_q, converged, count) = implicit_root(
+        residual, jax.lax.stop_gradient((va, vm)), iterate, has_aux=True
+    )
+    return va, vm, jax.lax.complex(mis_p, mis_q), converged > 0.5, count.astype(jnp.int32)
 
 
 def _jacobian(y_bus, v, u, i_bus, rows):

@@ -170,7 +170,8 @@ class VoltageControl(Environment):
 
     def transition(self, key, state: VoltageState, action, params: VoltageParams) -> Transition:
         p_load, q_load, p_pv = self.exogenous(state.start + state.time, params)
-        q_pv = inverter_q_mvar(action[:, 0], p_pv, params.pv_s_max_mva.astype(p_pv.dtype))
+        s_max = params.pv_s_max_mva.astype(p_pv.dtype)
+        q_pv = inverter_q_mvar(action[:, 0], p_pv, s_max, params.pv_q_smoothing_mvar)
         flow = hold_failed(self.power_flow(p_load, q_load, p_pv, q_pv, params), state.vm_pu)
         vm = flow.vm_pu
         barrier = voltage_barrier(vm, params.barrier, params.v_ref, params.v_lower, params.v_upper)

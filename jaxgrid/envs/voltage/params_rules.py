@@ -12,6 +12,7 @@ declare(
     column_of("pv_profile", "profiles.pv"),
     Range("pv_p_max_mw", ge=0, unit="MW"),
     Range("pv_s_max_mva", ge=0, unit="MVA"),
+    Range("pv_q_smoothing_mvar", ge=0, unit="Mvar"),
     bus_index("zone_buses"),
     Range("v_ref", gt=0, lt=2, unit="pu"),
     *voltage_band(),

@@ -50,6 +50,9 @@ class VoltageParams:
             fails (voltage collapse), for that step and each step the episode loses.
         abort: bounds on the lowest and highest bus voltage (off by default).
         scalarisation: how the objectives become the reward.
+        pv_q_smoothing_mvar: ``()`` width of the smooth surrogate of the inverters'
+            reactive headroom, Mvar (:mod:`jaxgrid.devices.renewable`); 0 (the
+            default): the exact model.
     """
 
     feeder: Feeder
@@ -70,3 +73,4 @@ class VoltageParams:
     power_flow_penalty: Array
     abort: AbortConditions
     scalarisation: Scalarisation
+    pv_q_smoothing_mvar: Array = 0.0

@@ -1,0 +1,133 @@
+"""The devices' smooth surrogates (``BatteryParams.smoothing_mw``, the inverter's
+``smoothing_mvar``): exact at 0, a derivative on the clipped side that equals central
+differences, and the exact model recovered as the width shrinks."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxgrid
+from jaxgrid.devices import BatteryParams, battery_step, power_limits, reactive_headroom_mvar
+
+
+def battery(width, **kw):
+    base = dict(
+        capacity_mwh=2.0,
+        p_max_mw=1.0,
+        s_max_mva=1.25,
+        eta_charge=0.9,
+        eta_discharge=0.8,
+        soc_min=0.1,
+        soc_max=0.9,
+        degradation_cost=5.0,
+        smoothing_mw=width,
+    )
+    base.update(kw)
+    return BatteryParams(**{k: jnp.full(1, v, jnp.float64) for k, v in base.items()})
+
+
+def _central(f, x, h=1e-6):
+    return float(f(x + h) - f(x - h)) / (2 * h)
+
+
+def test_battery_gradient_on_the_clipped_side(float64):
+    """At soc 0.8 the battery can charge (0.9 - 0.8) * 2 MWh / 0.9 = 0.222 MW in an hour;
+    asked for 0.3 MW the exact model enacts 0.222 MW whatever the request (derivative 0)."""
+    soc, q = jnp.array([0.8]), jnp.array([0.0])
+    limit = 0.1 * 2.0 / 0.9
+
+    def enacted(request, width):
+        return battery_step(soc, jnp.array([request]), q, 1.0, battery(width)).p_mw[0]
+
+    def new_soc(request, width):
+        return battery_step(soc, jnp.array([request]), q, 1.0, battery(width)).soc[0]
+
+    assert float(enacted(0.3, 0.0)) == pytest.approx(limit, rel=1e-12)
+    assert float(jax.grad(enacted)(0.3, 0.0)) == 0.0
+    for width in (0.1, 0.03):
+        analytic = float(jax.grad(enacted)(0.3, width))
+        assert analytic > 1e-3  # the derivative decays over a few widths, not at once
+        assert analytic == pytest.approx(_central(lambda r, w=width: enacted(r, w), 0.3), rel=1e-7)
+        d_soc = float(jax.grad(new_soc)(0.3, width))
+        assert d_soc == pytest.approx(analytic * 0.9 / 2.0, rel=1e-9)  # eta / capacity
+        assert float(new_soc(5.0, width)) <= 0.9  # never beyond soc_max
+
+
+def test_battery_surrogate_approaches_the_exact_model(float64):
+    soc, q = jnp.array([0.8]), jnp.array([0.0])
+    requests = jnp.linspace(-1.5, 1.5, 301)
+
+    def enacted(width):
+        step = jax.vmap(lambda r: battery_step(soc, r[None], q, 1.0, battery(width)).p_mw[0])
+        return step(requests)
+
+    exact = enacted(0.0)
+    errors = [float(jnp.max(jnp.abs(enacted(w) - exact))) for w in (0.1, 0.01, 0.001)]
+    for w, error in zip((0.1, 0.01, 0.001), errors):
+        # two rounded corners, each at most w log 2 (jaxgrid.smooth)
+        assert error <= 2 * w * np.log(2.0)
+    assert errors[0] > errors[1] > errors[2]
+
+
+def test_battery_smoothing_zero_is_the_exact_clip(float64):
+    """Width 0: the hand-worked exact clip of tests/devices/test_devices.py, bit for bit
+    between the default and an explicit 0, with a zero derivative beyond the limit."""
+    soc, q = jnp.array([0.5]), jnp.array([0.0])
+    default = BatteryParams(**{k: v for k, v in vars(battery(0.0)).items() if k != "smoothing_mw"})
+    for request in (-3.0, -0.2, 0.4, 3.0):
+        a = battery_step(soc, jnp.array([request]), q, 0.5, default)
+        b = battery_step(soc, jnp.array([request]), q, 0.5, battery(0.0))
+        for x, y in zip(a, b):
+            np.testing.assert_array_equal(x, y)
+    # 3 MW for half an hour from soc 0.5: at most 0.4 * 2 / 0.9 / 0.5 = 1.78 -> p_max 1 MW
+    out = battery_step(soc, jnp.array([3.0]), q, 0.5, battery(0.0))
+    assert float(out.p_mw[0]) == 1.0
+
+
+def test_inverter_headroom_derivative_at_the_rating(float64):
+    """``sqrt(s^2 - p^2)`` has an infinite derivative at ``p = s`` and 0 beyond; the
+    surrogate's is finite, equals central differences, and its headroom at ``p = s`` is
+    ``w sqrt(log 2)``."""
+    s_max = jnp.float64(1.2)
+    for w in (0.1, 0.02):
+        head = lambda p, w=w: reactive_headroom_mvar(p, s_max, w)  # noqa: E731
+        assert float(head(s_max)) == pytest.approx(w * np.sqrt(np.log(2.0)), rel=1e-12)
+        for p in (1.15, 1.2, 1.25):
+            analytic = float(jax.grad(head)(jnp.float64(p)))
+            assert np.isfinite(analytic) and analytic < 0
+            assert analytic == pytest.approx(_central(head, jnp.float64(p), 1e-7), rel=1e-6)
+        # far from the rating the exact headroom
+        assert float(head(0.6)) == pytest.approx(float(np.sqrt(1.2**2 - 0.36)), abs=1e-12)
+    assert float(jax.grad(lambda p: reactive_headroom_mvar(p, s_max))(jnp.float64(1.25))) != (
+        float(jax.grad(lambda p: reactive_headroom_mvar(p, s_max, 0.05))(jnp.float64(1.25)))
+    )
+
+
+def test_arbitrage_step_gradient_with_a_smoothed_battery(float64):
+    """A full-power charge request near a full battery: the exact step's reward does not
+    move with the request; with ``smoothing_mw`` it does, as central differences say."""
+    env, params = jaxgrid.make("arbitrage-v0")
+    params = jax.tree_util.tree_map(
+        lambda x: (
+            jnp.asarray(x, jnp.float64) if jnp.issubdtype(jnp.asarray(x).dtype, jnp.floating) else x
+        ),
+        params,
+    )
+    _, state = env.reset(jax.random.PRNGKey(0), params)
+    b = params.battery
+    state = state.replace(soc=jnp.asarray(b.soc_max - 0.02, jnp.float64).reshape(state.soc.shape))
+
+    def reward(a, width):
+        p = params.replace(battery=b.replace(smoothing_mw=width))
+        return env.step_env(jax.random.PRNGKey(1), state, jnp.full((1, 1), a), p)[2][0]
+
+    p_max = float(b.p_max_mw[0])
+    limit = float(power_limits(state.soc, params.dt_h, b)[1][0])  # MW the soc allows
+    width = 0.05 * p_max
+    action = jnp.float64((limit + width) / p_max)  # one width beyond the limit
+    assert float(jax.grad(reward)(action, 0.0)) == 0.0
+    analytic = float(jax.grad(reward)(action, width))
+    assert abs(analytic) > 1e-3 * abs(float(jax.grad(reward)(jnp.float64(0.0), 0.0)))
+    numeric = _central(lambda a: reward(a, width), action, 1e-5)
+    assert analytic == pytest.approx(numeric, rel=1e-6)
