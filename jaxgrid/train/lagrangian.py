@@ -21,6 +21,13 @@ multiplier
 
   (dual ascent is the integral term alone, ``ki = lr``, ``kp = kd = 0``).
 
+A budget no policy can meet (a zero budget on a cost that some steps cannot avoid) makes
+the multiplier grow without end, and the reward's share of the advantage,
+``1 / (1 + sum lambda)``, vanish: the policy then minimises the cost at any price in
+reward. ``lagrange_max`` caps each multiplier (and the PID's integral at ``lagrange_max
+/ ki``, so that it unwinds at once when the cost falls below the budget), which keeps the
+reward in play at a known exchange rate.
+
 ``J_c`` is estimated from each update's rollout: the mean over the episodes that ended in
 it, or, where none ended (long episodes), its mean cost per step times the horizon, so
 that every update prices the constraint.
@@ -70,10 +77,11 @@ class LagrangeState:
         return cls(multiplier=zeros + initial, integral=zeros, last_cost=zeros, cost_ceiling=zeros)
 
 
-def validate_budgets(cost_budgets, lagrange_lr, lagrange_init, pid_gains) -> None:
+def validate_budgets(cost_budgets, lagrange_lr, lagrange_init, pid_gains, lagrange_max=None):
     """Raise ``ValueError`` naming what is wrong with a config's ``cost_budgets`` (``((cost
     name, budget >= 0), ...)``, each name once), ``lagrange_lr`` (> 0), ``lagrange_init``
-    (>= 0) or ``pid_gains`` (None or three gains >= 0)."""
+    (>= 0), ``pid_gains`` (None or three gains >= 0) or ``lagrange_max`` (None or >=
+    ``lagrange_init`` and > 0)."""
     names = [name for name, _ in cost_budgets]
     if len(set(names)) != len(names):
         raise ValueError(f"cost_budgets names a cost twice: {names}")
@@ -86,6 +94,10 @@ def validate_budgets(cost_budgets, lagrange_lr, lagrange_init, pid_gains) -> Non
         )
     if pid_gains is not None and (len(pid_gains) != 3 or min(pid_gains) < 0):
         raise ValueError(f"pid_gains must be three gains >= 0 (kp, ki, kd), got {pid_gains}")
+    if lagrange_max is not None and not (lagrange_max > 0 and lagrange_max >= lagrange_init):
+        raise ValueError(
+            f"lagrange_max must be > 0 and >= lagrange_init ({lagrange_init}), got {lagrange_max}"
+        )
 
 
 def update_multipliers(
@@ -94,18 +106,22 @@ def update_multipliers(
     budget: Array,
     lr: float,
     pid: tuple[float, float, float] | None,
+    cap: float | None = None,
 ) -> LagrangeState:
     """One update of the multipliers for the estimated episode costs ``episode_cost``
     ``(n_budgeted,)`` against ``budget`` ``(n_budgeted,)``: dual ascent with step ``lr``,
-    or PID with gains ``pid = (kp, ki, kd)`` (see the module docstring)."""
+    or PID with gains ``pid = (kp, ki, kd)``, each multiplier at most ``cap`` (None: no
+    cap) (see the module docstring)."""
+    upper = jnp.inf if cap is None else cap
     violation = episode_cost - budget
     if pid is None:
-        multiplier = jnp.maximum(state.multiplier + lr * violation, 0.0)
+        multiplier = jnp.clip(state.multiplier + lr * violation, 0.0, upper)
         return state.replace(multiplier=multiplier, last_cost=episode_cost)
     kp, ki, kd = pid
-    integral = jnp.maximum(state.integral + violation, 0.0)
+    integral_cap = jnp.inf if cap is None or ki == 0 else cap / ki
+    integral = jnp.clip(state.integral + violation, 0.0, integral_cap)
     rising = jnp.maximum(episode_cost - state.last_cost, 0.0)
-    multiplier = jnp.maximum(kp * violation + ki * integral + kd * rising, 0.0)
+    multiplier = jnp.clip(kp * violation + ki * integral + kd * rising, 0.0, upper)
     return state.replace(multiplier=multiplier, integral=integral, last_cost=episode_cost)
 
 
@@ -133,7 +149,7 @@ def dual_step(
     state: LagrangeState, ended: dict, costs: Array, budget_index, horizon: int, config
 ) -> tuple[LagrangeState, Array]:
     """One update's multiplier step of PPO's or SAC's ``config`` (its ``cost_budgets``,
-    ``lagrange_lr``, ``pid_gains``): the episode cost of each budgeted cost estimated from
+    ``lagrange_lr``, ``pid_gains``, ``lagrange_max``): the episode cost of each budgeted cost estimated from
     ``ended`` (the episode sums of the update, ``episodes`` and ``episode_costs``
     ``(n_costs,)``), else, where no episode ended, the mean of ``costs`` ``(..., n_budgeted)``
     per step times ``horizon``; returns the new state and that ``(n_budgeted,)`` estimate."""
@@ -143,7 +159,9 @@ def dual_step(
         jnp.mean(costs.reshape(-1, costs.shape[-1]), axis=0) * horizon,
     ).astype(costs.dtype)
     budget = jnp.asarray([b for _, b in config.cost_budgets], episode_cost.dtype)
-    state = update_multipliers(state, episode_cost, budget, config.lagrange_lr, config.pid_gains)
+    state = update_multipliers(
+        state, episode_cost, budget, config.lagrange_lr, config.pid_gains, config.lagrange_max
+    )
     return state, episode_cost
 
 

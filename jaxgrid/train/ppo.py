@@ -105,6 +105,7 @@ class PPOConfig:
     lagrange_lr: float = 0.05  # dual ascent step, multiplier per unit of cost over budget
     lagrange_init: float = 0.0
     pid_gains: tuple[float, float, float] | None = None  # (kp, ki, kd): the PID Lagrangian
+    lagrange_max: float | None = None  # cap of each multiplier (None: none; lagrangian)
     shard_envs: bool = True  # split the environments over all local devices
     log_every: int = 0  # call the log function every this many updates (0: never)
 
@@ -137,7 +138,13 @@ class PPOConfig:
             raise ValueError(
                 f"distribution must be 'beta' or 'gaussian', got {self.distribution!r}"
             )
-        validate_budgets(self.cost_budgets, self.lagrange_lr, self.lagrange_init, self.pid_gains)
+        validate_budgets(
+            self.cost_budgets,
+            self.lagrange_lr,
+            self.lagrange_init,
+            self.pid_gains,
+            self.lagrange_max,
+        )
 
 
 @struct.dataclass

@@ -134,6 +134,7 @@ class SACConfig:
     lagrange_lr: float = 0.01  # dual ascent step per update, per unit of cost over budget
     lagrange_init: float = 0.0
     pid_gains: tuple[float, float, float] | None = None  # (kp, ki, kd): the PID Lagrangian
+    lagrange_max: float | None = None  # cap of each multiplier (None: none; lagrangian)
     shard_envs: bool = True  # split the environments over all local devices
     log_every: int = 0  # call the log function every this many updates (0: never)
 
@@ -177,7 +178,13 @@ class SACConfig:
             )
         if self.max_grad_norm is not None and not self.max_grad_norm > 0:
             raise ValueError(f"max_grad_norm must be > 0 or None, got {self.max_grad_norm}")
-        validate_budgets(self.cost_budgets, self.lagrange_lr, self.lagrange_init, self.pid_gains)
+        validate_budgets(
+            self.cost_budgets,
+            self.lagrange_lr,
+            self.lagrange_init,
+            self.pid_gains,
+            self.lagrange_max,
+        )
 
 
 class Transition(NamedTuple):

@@ -39,6 +39,24 @@ def test_pid_by_hand():
     np.testing.assert_allclose(new.last_cost, [3.0])
 
 
+def test_a_capped_multiplier_and_its_integral_stop_at_the_cap_by_hand():
+    state = LagrangeState.create(1, 0.0, jnp.float32).replace(integral=jnp.asarray([8.0]))
+    # dual ascent: 0 + 1 * (30 - 0) = 30, capped at 5
+    new = update_multipliers(state, jnp.asarray([30.0]), jnp.asarray([0.0]), 1.0, None, 5.0)
+    np.testing.assert_allclose(new.multiplier, [5.0])
+    # PID (kp, ki, kd) = (0, 0.5, 0): integral 8 + 30 = 38, capped at 5 / 0.5 = 10
+    new = update_multipliers(
+        state, jnp.asarray([30.0]), jnp.asarray([0.0]), 1.0, (0.0, 0.5, 0.0), 5.0
+    )
+    np.testing.assert_allclose(new.integral, [10.0])
+    np.testing.assert_allclose(new.multiplier, [5.0])
+    # the cost falls below budget: the capped integral unwinds at once (10 - 4 = 6 -> 3)
+    new = update_multipliers(new, jnp.asarray([0.0]), jnp.asarray([4.0]), 1.0, (0, 0.5, 0), 5.0)
+    np.testing.assert_allclose(new.multiplier, [3.0])
+    with pytest.raises(ValueError, match="lagrange_max must be > 0"):
+        ppo.PPOConfig(lagrange_max=0.0)
+
+
 def test_episode_cost_estimate_and_metrics_by_hand():
     """Ended episodes give the mean episode cost; with none ended, the cost per step times
     the horizon; the log puts each estimate under its cost's name."""
@@ -162,6 +180,8 @@ def test_budgets_from_the_cli_run_configs_and_scenario_files(tmp_path):
     )
     config = _run_config(args)
     assert config.ppo["cost_budgets"] == [["voltage_band", 0.5]]
+    capped = parser.parse_args(["train", "--env", "voltage33-v0", "--set", "lagrange_max=10"])
+    assert _run_config(capped).algo_config().lagrange_max == 10.0
     again = RunConfig.from_json(config.to_json())  # config.json round trip
     assert again.algo_config().cost_budgets == (("voltage_band", 0.5),)
     for bad in ("voltage_band", "voltage_band=x", "nope=1"):
