@@ -1,7 +1,8 @@
 """Tuned settings per environment and algorithm (the README's learning results use them).
 
 Each entry holds ``ppo`` (:class:`~jaxgrid.train.ppo.PPOConfig` fields, for ``ppo`` and
-``ippo``) or ``sac`` (:class:`~jaxgrid.train.sac.SACConfig` fields), ``env_kwargs``
+``ippo``), ``sac`` (:class:`~jaxgrid.train.sac.SACConfig` fields) or ``apg``
+(:class:`~jaxgrid.train.apg.APGConfig` fields, for ``apg`` and ``iapg``), ``env_kwargs``
 (arguments of the environment's factory, e.g. the reward shaping trained on) and
 ``cost_penalty`` (``{cost name: weight}`` subtracted from the reward, as a scenario file's
 ``[reward] cost_penalty``). Anything not listed takes the defaults; a run's config file or
@@ -68,7 +69,8 @@ DEFAULTS: dict[tuple[str, str], dict] = {
 
 
 def defaults(env: str, algo: str) -> dict:
-    """``{"ppo": {...}, "sac": {...}, "env_kwargs": {...}, "cost_penalty": {...}}``: the
-    tuned settings for ``env`` and ``algo``."""
+    """``{"ppo": {...}, "sac": {...}, "apg": {...}, "env_kwargs": {...}, "cost_penalty":
+    {...}}``: the tuned settings for ``env`` and ``algo``."""
     entry = DEFAULTS.get((env, algo), {})
-    return {key: dict(entry.get(key, {})) for key in ("ppo", "sac", "env_kwargs", "cost_penalty")}
+    keys = ("ppo", "sac", "apg", "env_kwargs", "cost_penalty")
+    return {key: dict(entry.get(key, {})) for key in keys}
