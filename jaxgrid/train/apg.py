@@ -436,7 +436,7 @@ def make_train(
         finite = jnp.all(
             jnp.stack([jnp.all(jnp.isfinite(g)) for g in jax.tree_util.tree_leaves(grads)])
         )
-        grad_norm = optax.global_norm(grads)
+        grad_norm = optax.tree.norm(grads)
         grads = jax.tree_util.tree_map(lambda g: jnp.where(finite, g, jnp.zeros_like(g)), grads)
         actor_state = jax.lax.cond(
             finite,

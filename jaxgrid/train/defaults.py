@@ -28,6 +28,11 @@ DEFAULTS: dict[tuple[str, str], dict] = {
             hidden=(64, 64),
         ),
     ),
+    # analytic policy gradients: windows of one whole day (H = 24, the episode), so the
+    # actor's gradient is the day's exact one and the critic never stands in for a tail
+    ("arbitrage-v0", "apg"): dict(
+        apg=dict(total_steps=300_000, num_envs=64, num_steps=24, gamma=1.0),
+    ),
     # a day of 288 five-minute steps that terminates: long rollouts over fewer
     # environments, a near-undiscounted return (work shifted hours ahead must pay off)
     ("dcmg-v0", "ppo"): dict(
@@ -39,6 +44,12 @@ DEFAULTS: dict[tuple[str, str], dict] = {
     ("voltage33-v0", "ippo"): dict(
         env_kwargs=dict(barrier="bowl", q_weight=0.025),
         ppo=dict(total_steps=3_000_000, num_envs=64, num_steps=96, gamma=0.99, lr=3e-4),
+    ),
+    # the IPPO entry's reward; windows of a third of the 96-step day over 16 environments
+    # (a differentiated step costs ~7x an IPPO step here: more updates per step)
+    ("voltage33-v0", "iapg"): dict(
+        env_kwargs=dict(barrier="bowl", q_weight=0.025),
+        apg=dict(total_steps=100_000, num_envs=16, num_steps=32),
     ),
     # 10000-step episodes, 26 agents: a small network and short rollouts over many
     # environments; the Gaussian is ~3x cheaper to sample and differentiate than the Beta;
