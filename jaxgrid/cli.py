@@ -372,7 +372,7 @@ def _weightings(text: str) -> list[list[float]]:
 
 
 # the names of jaxgrid.train.run.ALGOS (not imported here: --help starts without JAX)
-ALGO_NAMES = ["ppo", "ippo", "sac", "isac"]
+ALGO_NAMES = ["ppo", "ippo", "sac", "isac", "apg", "iapg"]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -415,13 +415,16 @@ def build_parser() -> argparse.ArgumentParser:
         help="run only this baseline (repeatable); default: every baseline but the "
         "model-predictive controllers",
     )
-    train = command("train", "train PPO, IPPO, SAC or ISAC, checkpoint, evaluate, plot", _train)
+    train = command(
+        "train", "train PPO, IPPO, SAC, ISAC, APG or IAPG, checkpoint, evaluate, plot", _train
+    )
     train.add_argument("--env", type=_env_name, help="registered environment name")
     train.add_argument(
         "--algo",
         choices=ALGO_NAMES,
-        help="PPO or SAC (continuous actions) on the centralised view, or IPPO or ISAC per "
-        "agent (networks shared by agent type); default ppo",
+        help="PPO, SAC or APG (analytic policy gradients; SAC and APG: continuous actions) "
+        "on the centralised view, or IPPO, ISAC or IAPG per agent (networks shared by agent "
+        "type); default ppo",
     )
     train.add_argument("--total-steps", type=_at_least(1), help="environment steps per seed")
     train.add_argument("--seeds", type=_at_least(1), help="independent trainings, vmapped")
@@ -442,7 +445,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--set",
         action="append",
         metavar="NAME=VALUE",
-        help="a setting of the algorithm (a PPOConfig or SACConfig field)",
+        help="a setting of the algorithm (a PPOConfig, SACConfig or APGConfig field)",
     )
     train.add_argument(
         "--cost-budget",

@@ -69,6 +69,28 @@ def test_centralised_controller_sets_every_agent_and_earns_their_mean_reward():
     np.testing.assert_allclose(info["costs"][0], inner_info["costs"].mean(0), rtol=1e-6)
 
 
+def test_a_centralised_controller_s_episode_fails_with_its_agents_physics():
+    """A failed power flow ends the centralised episode too, with the contract's failure
+    outcome (the grouping used to drop ``Transition.failed``: steps went on after it)."""
+    from toy_envs import Collapses
+
+    inner = Collapses(num_agents=3)
+    env = CentralisedWrapper(inner)
+    params = env.default_params()
+    obs, state = env.reset(KEY, params)
+    inner_obs, inner_state = inner.reset(KEY, params)
+    for step in range(4):  # the fourth step fails
+        k = jax.random.fold_in(KEY, step)
+        action = jnp.full((1, 3), 0.05)
+        obs, state, reward, terminated, *_, info = env.step_env(k, state, action, params)
+        inner_out = inner.step_env(k, inner_state, action.reshape(3, 1), params)
+        inner_state = inner_out[1]
+        assert bool(terminated) == bool(inner_out[3]) == (step == 3)
+        assert bool(info["power_flow_failed"]) == (step == 3)
+    np.testing.assert_allclose(reward, [np.mean(inner_out[2])], rtol=1e-6)
+    assert float(reward[0]) < 0 and float(info["costs"][0, 1]) == 1.0
+
+
 def test_normalize_uses_running_statistics_that_survive_episode_ends():
     from jaxgrid.wrappers import NormalizeObservation
 

@@ -1,8 +1,23 @@
-"""Training: PPO, IPPO, SAC and ISAC in one compiled program, evaluation, checkpoints."""
+"""Training: PPO, IPPO, SAC, ISAC, APG and IAPG in one compiled program, evaluation,
+checkpoints."""
 
-from jaxgrid.train import ippo, isac, ppo, sac
+from jaxgrid.train import apg, iapg, ippo, isac, ppo, sac
+from jaxgrid.train.apg import APGConfig
 from jaxgrid.train.gae import gae
 from jaxgrid.train.ppo import PPOConfig, Runner, TrainFns
 from jaxgrid.train.sac import SACConfig
 
-__all__ = ["PPOConfig", "Runner", "SACConfig", "TrainFns", "gae", "ippo", "isac", "ppo", "sac"]
+__all__ = [
+    "APGConfig",
+    "PPOConfig",
+    "Runner",
+    "SACConfig",
+    "TrainFns",
+    "apg",
+    "gae",
+    "iapg",
+    "ippo",
+    "isac",
+    "ppo",
+    "sac",
+]

@@ -3,7 +3,8 @@
 A :class:`MetricsLogger` is the ``log`` function of :func:`jaxgrid.train.ppo.make_train`:
 the compiled program calls it through a host callback every ``log_every`` updates, once
 per sweep member, with that member's metrics of the update. Each call becomes one JSON
-line (objectives and costs by name; SAC's temperature ``alpha`` and mean ``q_value``) in
+line (objectives and costs by name; SAC's temperature ``alpha`` and mean ``q_value``;
+APG's ``grad_norm`` and ``nonfinite_gradient``) in
 ``metrics.jsonl``, one row of ``metrics.csv`` and,
 optionally, TensorBoard scalars tagged by member. Each row also carries ``wall_time_s``,
 the run's training time so far in seconds (summed over the sessions of a resumed run), and
@@ -37,7 +38,9 @@ FIELDS = (
     "value_loss",
     "entropy",
 )
-OPTIONAL = ("alpha", "q_value")  # SAC's temperature and mean Q-value, where it logs them
+# SAC's temperature and mean Q-value; APG's gradient norm (before clipping, 0 where the
+# update was skipped) and whether the gradient was not finite (the update skipped)
+OPTIONAL = ("alpha", "q_value", "grad_norm", "nonfinite_gradient")
 
 
 def flatten(metrics: dict, objective_names, cost_names) -> dict:

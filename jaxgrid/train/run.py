@@ -3,8 +3,9 @@
 ``train_run(RunConfig(...), out)`` writes into ``out``:
 
 - ``config.json``: the resolved run config (environment and its ``env_kwargs``, algorithm,
-  seeds, every field of the algorithm's config, :class:`~jaxgrid.train.ppo.PPOConfig` or
-  :class:`~jaxgrid.train.sac.SACConfig`) and the ``versions`` of
+  seeds, every field of the algorithm's config, :class:`~jaxgrid.train.ppo.PPOConfig`,
+  :class:`~jaxgrid.train.sac.SACConfig` or :class:`~jaxgrid.train.apg.APGConfig`) and the
+  ``versions`` of
   jaxgrid, jax, jaxlib and Python: enough to reproduce the run from its folder alone;
 - ``checkpoints/``: orbax checkpoints of every sweep member every ``checkpoint_every``
   updates, the newest three kept;
@@ -45,10 +46,11 @@ import jax.numpy as jnp
 import numpy as np
 
 import jaxgrid
+from jaxgrid import spaces
 from jaxgrid.config import cost_penalty_weights, declared
 from jaxgrid.errors import UserError
 from jaxgrid.registry import check_registered
-from jaxgrid.train import ippo, isac, ppo, sac
+from jaxgrid.train import apg, iapg, ippo, isac, ppo, sac
 from jaxgrid.train.checkpoint import Checkpoints
 from jaxgrid.train.defaults import defaults
 from jaxgrid.train.evaluate import (
@@ -66,19 +68,25 @@ from jaxgrid.train.sweep import Sweep, with_weights
 
 
 class Algorithm(NamedTuple):
-    """A training algorithm of runs: its ``make_train``, the class of its config, and the
-    :class:`RunConfig` field (``"ppo"`` or ``"sac"``) that holds that config's fields."""
+    """A training algorithm of runs: its ``make_train``, the class of its config, the
+    :class:`RunConfig` field (``"ppo"``, ``"sac"`` or ``"apg"``) that holds that config's
+    fields, and, for an algorithm that needs continuous (Box) actions, why."""
 
     make_train: Callable
     config: type
     section: str
+    needs_box: str | None = None
 
 
+_SQUASHED = "its policy is a squashed Gaussian over a box"
+_DIFFERENTIATES = "it follows the gradient of the return with respect to the actions"
 ALGOS = {
     "ppo": Algorithm(ppo.make_train, ppo.PPOConfig, "ppo"),
     "ippo": Algorithm(ippo.make_train, ppo.PPOConfig, "ppo"),
-    "sac": Algorithm(sac.make_train, sac.SACConfig, "sac"),
-    "isac": Algorithm(isac.make_train, sac.SACConfig, "sac"),
+    "sac": Algorithm(sac.make_train, sac.SACConfig, "sac", _SQUASHED),
+    "isac": Algorithm(isac.make_train, sac.SACConfig, "sac", _SQUASHED),
+    "apg": Algorithm(apg.make_train, apg.APGConfig, "apg", _DIFFERENTIATES),
+    "iapg": Algorithm(iapg.make_train, apg.APGConfig, "apg", _DIFFERENTIATES),
 }
 SECTIONS = sorted({a.section for a in ALGOS.values()})
 
@@ -90,7 +98,8 @@ class RunConfig:
     Attributes:
         env: registered environment name.
         algo: ``"ppo"`` (centralised controller), ``"ippo"`` (per agent), ``"sac"``
-            (centralised) or ``"isac"`` (per agent): :data:`ALGOS`.
+            (centralised), ``"isac"`` (per agent), ``"apg"`` (analytic policy
+            gradients, centralised) or ``"iapg"`` (per agent): :data:`ALGOS`.
         seeds: independent trainings per scenario, in one program.
         seed: the PRNG seed everything is drawn from.
         env_kwargs: arguments of the environment's factory (tuned defaults, then these).
@@ -99,6 +108,7 @@ class RunConfig:
             defaults, then these); after construction every field, resolved, as JSON-ready
             values. Empty for the other algorithms.
         sac: :class:`~jaxgrid.train.sac.SACConfig` fields of ``sac`` and ``isac``, likewise.
+        apg: :class:`~jaxgrid.train.apg.APGConfig` fields of ``apg`` and ``iapg``, likewise.
         checkpoint_every: updates between checkpoints (0: only at the end).
         eval_episodes: held-out episodes per member and per baseline.
         observations, actions, agents: declared observations, actions and agents
@@ -116,6 +126,7 @@ class RunConfig:
     weights: list | None = None
     ppo: dict = dataclasses.field(default_factory=dict)
     sac: dict = dataclasses.field(default_factory=dict)
+    apg: dict = dataclasses.field(default_factory=dict)
     checkpoint_every: int = 0
     eval_episodes: int = 32
     observations: list = dataclasses.field(default_factory=list)
@@ -164,10 +175,10 @@ class RunConfig:
 
     @property
     def settings(self) -> dict:
-        """The algorithm's settings: the ``ppo`` or ``sac`` field."""
+        """The algorithm's settings: the ``ppo``, ``sac`` or ``apg`` field."""
         return getattr(self, ALGOS[self.algo].section)
 
-    def algo_config(self) -> ppo.PPOConfig | sac.SACConfig:
+    def algo_config(self) -> ppo.PPOConfig | sac.SACConfig | apg.APGConfig:
         """The resolved config of the algorithm (tuned defaults, then ours)."""
         return _algo_config(ALGOS[self.algo].config, self.settings)
 
@@ -188,7 +199,8 @@ class RunConfig:
 
 def _algo_config(cls: type, settings: dict):
     """The config ``cls`` (:class:`~jaxgrid.train.ppo.PPOConfig`,
-    :class:`~jaxgrid.train.sac.SACConfig`) of JSON-style ``settings`` (lists for tuples)."""
+    :class:`~jaxgrid.train.sac.SACConfig`, :class:`~jaxgrid.train.apg.APGConfig`) of
+    JSON-style ``settings`` (lists for tuples)."""
     hints = typing.get_type_hints(cls)
     for name, value in settings.items():
         hint = hints[name]
@@ -372,11 +384,21 @@ def _run_directory(out: Path):
 
 
 def _make_env(config: RunConfig):
-    """``config.make_env()``; the factory's refusal of ``env_kwargs`` as a user error."""
+    """``config.make_env()``; the factory's refusal of ``env_kwargs``, or an environment
+    whose actions the algorithm cannot take, as a user error."""
     try:
-        return config.make_env()
+        env, params = config.make_env()
     except ValueError as e:  # how a factory or a declaration refuses its arguments
         raise UserError(f"{config.env} with env_kwargs {config.env_kwargs}: {e}") from None
+    needs_box = ALGOS[config.algo].needs_box
+    space = env.action_space(params)
+    if needs_box and not isinstance(space, spaces.Box):
+        raise UserError(
+            f"--algo {config.algo} cannot train {config.env}: {config.algo} needs continuous "
+            f"(Box) actions, as {needs_box}; {config.env} has {space} (train it with --algo "
+            "ppo or ippo)"
+        )
+    return env, params
 
 
 def _resume(run: Run, checkpoints: Checkpoints, logger: MetricsLogger, n_updates: int):

@@ -80,12 +80,18 @@ class Sweep:
         keys = jax.random.split(key, self.seeds)
         seed_index = jnp.arange(self.seeds)
 
-        def scenario(params, s):
-            return jax.vmap(lambda k, j: self.fns.init(k, params, s * self.seeds + j))(
-                keys, seed_index
+        # one member at a time (lax.map, not vmap): the networks' orthogonal initialisers
+        # factorise (QR) by LAPACK, whose batched kernel waits for the XLA thread pool it
+        # runs on; two of them batched over seeds at once held both threads of a 2-core
+        # CPU and waited for each other for ever (5-seed runs hung before their first
+        # update). Initialisation is cheap: nothing is lost by not batching it.
+        def scenario(inputs):
+            params, s = inputs
+            return jax.lax.map(
+                lambda kj: self.fns.init(kj[0], params, s * self.seeds + kj[1]), (keys, seed_index)
             )
 
-        return jax.vmap(scenario)(self.params, jnp.arange(len(self.scenarios)))
+        return jax.lax.map(scenario, (self.params, jnp.arange(len(self.scenarios))))
 
     def _run_updates(self, runners, count: int, first=0):
         if self.members == 1:  # no vmap: the rollout's conds stay conds

@@ -157,6 +157,7 @@ class GroupAgents(Wrapper):
             truncated=tr.truncated,
             info=tr.info,
             objective_mask=jnp.any(self._members(mask), axis=1),
+            failed=tr.failed,  # failed physics ends the group's episode as the members'
         )
 
     def baselines(self, params) -> dict:
