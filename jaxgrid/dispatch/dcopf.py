@@ -64,6 +64,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
+from jaxgrid.grid.implicit import guarded_tangent_solve, implicit_root
 from jaxgrid.grid.network import POLYNOMIAL, Network
 from jaxgrid.grid.sensitivity import ptdf as ptdf_matrix
 from jaxgrid.grid.sensitivity import shift_flow_mw
@@ -292,7 +293,7 @@ def dcopf(
         lo_on=jnp.concatenate([line_on, jnp.zeros(1, bool)]),
         hi_on=jnp.concatenate([line_on, reserve_on[None]]),
     )
-    sol = _interior_point(problem, iterations)
+    sol = _at_solution(problem, iterations)
 
     # back to MW and currency
     x_mw = sol.x * base
@@ -493,11 +494,85 @@ class _Solution:
     lam: Array
     y_lo: Array
     y_hi: Array
+    v_lo: Array
+    v_hi: Array
     converged: Array
     iterations: Array
     primal_residual: Array
     dual_residual: Array
     gap: Array
+
+
+def _at_solution(p: _Problem, iterations: int) -> _Solution:
+    """:func:`_interior_point`, its solution bit for bit, differentiated at that solution
+    by the implicit function theorem on the QP's KKT conditions, not through its
+    iterations (see the module docstring, "Derivatives").
+
+    The unknowns are the primal-dual point ``z = (x, lam, y_lo, y_hi, v_lo, v_hi)`` (the
+    row slacks are ``g x - lo`` and ``hi - g x``); the equations are stationarity for
+    the variables switched on (``x = 0`` for the rest), the power balance, and for every
+    bound and row switched on the complementarity ``min(dual, slack) = 0`` (the dual
+    ``= 0`` for the rest). ``min`` makes the tangent system that of the active set: a
+    constraint whose slack is below its dual keeps its slack at 0, any other keeps its
+    dual at 0. Its problem data are the closed-over leaves of ``p``."""
+    act = p.active
+    a = jnp.where(act, p.var_sign, 0.0)
+    upper = jnp.where(act, p.upper, 1.0)
+    lo = jnp.where(p.lo_on, p.lo, 0.0)
+    hi = jnp.where(p.hi_on, p.hi, 0.0)
+
+    def residual(z):
+        x, lam, y_lo, y_hi, v_lo, v_hi = z
+        gx = p.rows(x)
+        stationarity = p.q * x + p.c - a * lam - p.rows_t(y_lo - y_hi) - v_lo + v_hi
+        return (
+            jnp.where(act, stationarity, x),
+            p.demand - a @ x,
+            jnp.where(p.lo_on, jnp.minimum(y_lo, gx - lo), y_lo),
+            jnp.where(p.hi_on, jnp.minimum(y_hi, hi - gx), y_hi),
+            jnp.where(act, jnp.minimum(v_lo, x), v_lo),
+            jnp.where(act, jnp.minimum(v_hi, upper - x), v_hi),
+        )
+
+    def iterate(_):
+        sol = _interior_point(p, iterations)
+        z = (sol.x, sol.lam, sol.y_lo, sol.y_hi, sol.v_lo, sol.v_hi)
+        # custom_root's aux must be float: the flag as 0/1
+        aux = (
+            sol.converged.astype(p.c.dtype),
+            sol.iterations.astype(p.c.dtype),
+            sol.primal_residual,
+            sol.dual_residual,
+            sol.gap,
+        )
+        return z, aux
+
+    dtype = p.c.dtype
+    initial = (
+        jnp.zeros_like(p.c),
+        jnp.zeros((), dtype),
+        jnp.zeros_like(p.lo),
+        jnp.zeros_like(p.hi),
+        jnp.zeros_like(p.c),
+        jnp.zeros_like(p.c),
+    )
+    z, (converged, count, primal, dual, gap) = implicit_root(
+        residual, initial, iterate, has_aux=True, tangent_solve=guarded_tangent_solve
+    )
+    x, lam, y_lo, y_hi, v_lo, v_hi = z
+    return _Solution(
+        x=x,
+        lam=lam,
+        y_lo=y_lo,
+        y_hi=y_hi,
+        v_lo=v_lo,
+        v_hi=v_hi,
+        converged=converged > 0.5,
+        iterations=count.astype(jnp.int32),
+        primal_residual=primal,
+        dual_residual=dual,
+        gap=gap,
+    )
 
 
 def _interior_point(p: _Problem, iterations: int) -> _Solution:
@@ -682,6 +757,8 @@ def _interior_point(p: _Problem, iterations: int) -> _Solution:
         lam=final.lam,
         y_lo=final.y_lo,
         y_hi=final.y_hi,
+        v_lo=final.v_lo,
+        v_hi=final.v_hi,
         converged=ok,
         iterations=count,
         primal_residual=primal,

@@ -34,13 +34,35 @@ def dense_tangent_solve(linear: Callable, rhs: PyTree) -> PyTree:
     return unravel(jnp.linalg.solve(matrix, flat))
 
 
+def guarded_tangent_solve(linear: Callable, rhs: PyTree) -> PyTree:
+    """:func:`dense_tangent_solve`, but 0 where the matrix is singular to working
+    precision (an LU pivot below ``n eps`` times the largest, ``n`` unknowns), instead of
+    the infinities or noise of a solve through a zero pivot: the solution is then not
+    locally unique in the parameters (a degenerate optimum) and has no derivative. The
+    test depends on the matrix alone, so the map stays linear in ``rhs`` and transposes
+    for reverse mode."""
+    flat, unravel = ravel_pytree(rhs)
+    matrix = jax.jacfwd(lambda x: ravel_pytree(linear(unravel(x)))[0])(jnp.zeros_like(flat))
+    lu, pivots = jax.scipy.linalg.lu_factor(matrix)
+    size = jnp.abs(jnp.diagonal(lu))
+    regular = jnp.min(size) > flat.shape[0] * jnp.finfo(flat.dtype).eps * jnp.max(size)
+    solution = jax.scipy.linalg.lu_solve((lu, pivots), flat)
+    return unravel(jnp.where(regular, solution, 0.0))
+
+
 def implicit_root(
-    residual: Callable, initial: PyTree, iterate: Callable, has_aux: bool = False
+    residual: Callable,
+    initial: PyTree,
+    iterate: Callable,
+    has_aux: bool = False,
+    tangent_solve: Callable = dense_tangent_solve,
 ) -> PyTree:
     """``iterate(initial)`` (the solver's own iterations, run as they are, so the solution
     is bit for bit the solver's), differentiated as the root of ``residual`` (a function of
     the unknowns whose closed-over values are the parameters) by the implicit function
-    theorem. With ``has_aux``, ``iterate`` returns ``(solution, aux)`` and so does this."""
+    theorem. With ``has_aux``, ``iterate`` returns ``(solution, aux)`` and so does this.
+    ``tangent_solve`` solves the linearised equations (default :func:`dense_tangent_solve`;
+    :func:`guarded_tangent_solve` returns 0 where they are singular)."""
     return jax.lax.custom_root(
-        residual, initial, lambda _, z: iterate(z), dense_tangent_solve, has_aux=has_aux
+        residual, initial, lambda _, z: iterate(z), tangent_solve, has_aux=has_aux
     )
