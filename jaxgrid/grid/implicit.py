@@ -22,7 +22,7 @@ import jax
 import jax.numpy as jnp
 from jax.flatten_util import ravel_pytree
 
-from jaxgrid.types import PyTree
+from jaxgrid.types import Array, PyTree
 
 
 def dense_tangent_solve(linear: Callable, rhs: PyTree) -> PyTree:
@@ -66,3 +66,36 @@ def implicit_root(
     return jax.lax.custom_root(
         residual, initial, lambda _, z: iterate(z), tangent_solve, has_aux=has_aux
     )
+
+
+def implicit_complex_fixed_point(
+    step: Callable,
+    iterate: Callable,
+    like: Array,
+    has_aux: bool = False,
+    tangent_solve: Callable = guarded_tangent_solve,
+) -> PyTree:
+    """``iterate()`` (returns complex voltages ``v`` shaped as ``like``, with ``aux`` when
+    ``has_aux``), differentiated as the fixed point ``v = step(v)``. ``custom_root``'s
+    unknowns are ``v``'s real and imaginary parts, since ``step`` need not be holomorphic
+    (load models with ``conj`` and ``|v|``); the solution is ``iterate``'s bit for bit.
+    The default tangent solve returns 0 where ``1 - d step / d v`` is singular or not
+    finite (an iteration that diverged, whose caller substitutes another solution)."""
+    real = jnp.real(like).dtype
+
+    def residual(parts):
+        new = step(jax.lax.complex(*parts))
+        return jnp.real(new) - parts[0], jnp.imag(new) - parts[1]
+
+    def run(_):
+        out = iterate()
+        v, aux = out if has_aux else (out, None)
+        parts = (jnp.real(v), jnp.imag(v))
+        return (parts, aux) if has_aux else parts
+
+    zero = jnp.zeros(jnp.shape(like), real)
+    out = implicit_root(residual, (zero, zero), run, has_aux=has_aux, tangent_solve=tangent_solve)
+    if has_aux:
+        (re, im), aux = out
+        return jax.lax.complex(re, im), aux
+    return jax.lax.complex(*out)

@@ -62,6 +62,7 @@ import numpy as np
 import scipy.linalg
 from flax import struct
 
+from jaxgrid.grid.implicit import implicit_complex_fixed_point
 from jaxgrid.grid.three_phase.feeder3 import Feeder3
 from jaxgrid.grid.three_phase.upf import (
     S_BASE_VA,
@@ -506,7 +507,13 @@ def port_power_flow(
         n_iter = N_ITER[jnp.dtype(real).name]
     no_history = jnp.zeros((ANDERSON_DEPTH, m), v0.dtype)
     carry = (v0, v0, jnp.zeros_like(v0), no_history, no_history, jnp.asarray(huge, real))
-    v_pu, *_, mismatch = jax.lax.fori_loop(0, n_iter, body, carry)
+    # differentiated at the fixed point, not through the (accelerated) iterations
+    v_pu, mismatch = implicit_complex_fixed_point(
+        lambda v: fixed_point_map(v)[0],
+        lambda: tuple(jax.lax.fori_loop(0, n_iter, body, carry)[i] for i in (0, -1)),
+        v0,
+        has_aux=True,
+    )
     finite = jnp.all(jnp.isfinite(v_pu.real) & jnp.isfinite(v_pu.imag)) & jnp.isfinite(mismatch)
     v_pu = jnp.where(finite, v_pu, v0)
     mismatch = jnp.where(finite, mismatch, huge)

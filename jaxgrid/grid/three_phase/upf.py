@@ -50,6 +50,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
+from jaxgrid.grid.implicit import implicit_complex_fixed_point
 from jaxgrid.grid.three_phase.feeder3 import Feeder3
 from jaxgrid.numerics import full_precision
 from jaxgrid.types import Array, float_dtype
@@ -333,7 +334,13 @@ def unbalanced_power_flow(
 
     v0 = solve(i_src)
     huge = jnp.finfo(real).max
-    v, mismatch = jax.lax.fori_loop(0, n_iter, body, (v0, jnp.asarray(huge, real)))
+    # differentiated at the fixed point, not through the iterations
+    v, mismatch = implicit_complex_fixed_point(
+        lambda v: body(0, (v, jnp.asarray(huge, real)))[0],
+        lambda: jax.lax.fori_loop(0, n_iter, body, (v0, jnp.asarray(huge, real))),
+        v0,
+        has_aux=True,
+    )
 
     # a loading without solution (voltage collapse) is reported, with finite numbers: the
     # constant-impedance solution stands in for a diverged iteration, and a flat profile
