@@ -39,6 +39,12 @@ the matrix's condition: on IEEE 123 float32 is within 1e-6 pu of OpenDSS at any 
 ``tests/grid/test_port_zbus.py``; written as ``Yprim(t) - Yprim(t0)``, a tap change cost
 float32 5e-3 pu there).
 
+Derivatives are taken at the fixed point ``V_P = map(V_P)``, not through the accelerated
+iterations (:func:`jaxgrid.grid.implicit.implicit_complex_fixed_point` on the ports'
+real and imaginary parts, one dense solve of ``2 n_port`` unknowns); with respect to
+loads, taps and generation they equal central differences on IEEE 13 and the Z-bus
+solver's derivatives (``tests/grid/test_three_phase_gradients.py``).
+
 Cost per iteration: one complex ``(n_port + 2 n_t) x n_port`` matrix-vector product
 (``8 (n_port + 2 n_t) n_port`` real FLOPs; IEEE 123: 113 ports, 9 tapped conductors,
 1.2e5 FLOPs), the taps' ``2 n_t`` system's inverse times a vector and the rank-``2 n_t``
