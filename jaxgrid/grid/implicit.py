@@ -1,8 +1,8 @@
 """Derivatives of a power-flow solution by the implicit function theorem, not the iterations.
 
 A solver that runs a fixed number of iterations to the root ``z*`` of ``F(z, theta) = 0``
-(the DistFlow sweep's fixed point, the Newton residuals, the three-phase
-fixed points in real and imaginary parts, the DC-OPF's KKT conditions) is differentiated at that root:
+(the DistFlow sweep's fixed point, the Newton residuals, the three-phase fixed points in
+real and imaginary parts, the DC-OPF's KKT conditions) is differentiated at that root:
 ``dz*/dtheta = -(dF/dz)^{-1} dF/dtheta`` (forward) and its transpose (reverse), through
 ``jax.lax.custom_root``. Backpropagating through the iterations instead costs memory
 and time per iteration and gives the derivative of the truncated iteration, which moves
