@@ -1,7 +1,8 @@
 """Derivatives of a power-flow solution by the implicit function theorem, not the iterations.
 
 A solver that runs a fixed number of iterations to the root ``z*`` of ``F(z, theta) = 0``
-(the DistFlow sweep's fixed point, the Newton residuals) is differentiated at that root:
+(the DistFlow sweep's fixed point, the Newton residuals, the three-phase fixed points in
+real and imaginary parts, the DC-OPF's KKT conditions) is differentiated at that root:
 ``dz*/dtheta = -(dF/dz)^{-1} dF/dtheta`` (forward) and its transpose (reverse), through
 ``jax.lax.custom_root``. Backpropagating through the iterations instead costs memory
 and time per iteration and gives the derivative of the truncated iteration, which moves
@@ -22,7 +23,7 @@ import jax
 import jax.numpy as jnp
 from jax.flatten_util import ravel_pytree
 
-from jaxgrid.types import PyTree
+from jaxgrid.types import Array, PyTree
 
 
 def dense_tangent_solve(linear: Callable, rhs: PyTree) -> PyTree:
@@ -34,13 +35,68 @@ def dense_tangent_solve(linear: Callable, rhs: PyTree) -> PyTree:
     return unravel(jnp.linalg.solve(matrix, flat))
 
 
+def guarded_tangent_solve(linear: Callable, rhs: PyTree) -> PyTree:
+    """:func:`dense_tangent_solve`, but 0 where the matrix is singular to working
+    precision (an LU pivot below ``n eps`` times the largest, ``n`` unknowns), instead of
+    the infinities or noise of a solve through a zero pivot: the solution is then not
+    locally unique in the parameters (a degenerate optimum) and has no derivative. The
+    test depends on the matrix alone, so the map stays linear in ``rhs`` and transposes
+    for reverse mode."""
+    flat, unravel = ravel_pytree(rhs)
+    matrix = jax.jacfwd(lambda x: ravel_pytree(linear(unravel(x)))[0])(jnp.zeros_like(flat))
+    lu, pivots = jax.scipy.linalg.lu_factor(matrix)
+    size = jnp.abs(jnp.diagonal(lu))
+    regular = jnp.min(size) > flat.shape[0] * jnp.finfo(flat.dtype).eps * jnp.max(size)
+    solution = jax.scipy.linalg.lu_solve((lu, pivots), flat)
+    return unravel(jnp.where(regular, solution, 0.0))
+
+
 def implicit_root(
-    residual: Callable, initial: PyTree, iterate: Callable, has_aux: bool = False
+    residual: Callable,
+    initial: PyTree,
+    iterate: Callable,
+    has_aux: bool = False,
+    tangent_solve: Callable = dense_tangent_solve,
 ) -> PyTree:
     """``iterate(initial)`` (the solver's own iterations, run as they are, so the solution
     is bit for bit the solver's), differentiated as the root of ``residual`` (a function of
     the unknowns whose closed-over values are the parameters) by the implicit function
-    theorem. With ``has_aux``, ``iterate`` returns ``(solution, aux)`` and so does this."""
+    theorem. With ``has_aux``, ``iterate`` returns ``(solution, aux)`` and so does this.
+    ``tangent_solve`` solves the linearised equations (default :func:`dense_tangent_solve`;
+    :func:`guarded_tangent_solve` returns 0 where they are singular)."""
     return jax.lax.custom_root(
-        residual, initial, lambda _, z: iterate(z), dense_tangent_solve, has_aux=has_aux
+        residual, initial, lambda _, z: iterate(z), tangent_solve, has_aux=has_aux
     )
+
+
+def implicit_complex_fixed_point(
+    step: Callable,
+    iterate: Callable,
+    like: Array,
+    has_aux: bool = False,
+    tangent_solve: Callable = guarded_tangent_solve,
+) -> PyTree:
+    """``iterate()`` (returns complex voltages ``v`` shaped as ``like``, with ``aux`` when
+    ``has_aux``), differentiated as the fixed point ``v = step(v)``. ``custom_root``'s
+    unknowns are ``v``'s real and imaginary parts, since ``step`` need not be holomorphic
+    (load models with ``conj`` and ``|v|``); the solution is ``iterate``'s bit for bit.
+    The default tangent solve returns 0 where ``1 - d step / d v`` is singular or not
+    finite (an iteration that diverged, whose caller substitutes another solution)."""
+    real = jnp.real(like).dtype
+
+    def residual(parts):
+        new = step(jax.lax.complex(*parts))
+        return jnp.real(new) - parts[0], jnp.imag(new) - parts[1]
+
+    def run(_):
+        out = iterate()
+        v, aux = out if has_aux else (out, None)
+        parts = (jnp.real(v), jnp.imag(v))
+        return (parts, aux) if has_aux else parts
+
+    zero = jnp.zeros(jnp.shape(like), real)
+    out = implicit_root(residual, (zero, zero), run, has_aux=has_aux, tangent_solve=tangent_solve)
+    if has_aux:
+        (re, im), aux = out
+        return jax.lax.complex(re, im), aux
+    return jax.lax.complex(*out)

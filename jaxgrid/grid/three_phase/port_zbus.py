@@ -39,6 +39,12 @@ the matrix's condition: on IEEE 123 float32 is within 1e-6 pu of OpenDSS at any 
 ``tests/grid/test_port_zbus.py``; written as ``Yprim(t) - Yprim(t0)``, a tap change cost
 float32 5e-3 pu there).
 
+Derivatives are taken at the fixed point ``V_P = map(V_P)``, not through the accelerated
+iterations (:func:`jaxgrid.grid.implicit.implicit_complex_fixed_point` on the ports'
+real and imaginary parts, one dense solve of ``2 n_port`` unknowns); with respect to
+loads, taps and generation they equal central differences on IEEE 13 and the Z-bus
+solver's derivatives (``tests/grid/test_three_phase_gradients.py``).
+
 Cost per iteration: one complex ``(n_port + 2 n_t) x n_port`` matrix-vector product
 (``8 (n_port + 2 n_t) n_port`` real FLOPs; IEEE 123: 113 ports, 9 tapped conductors,
 1.2e5 FLOPs), the taps' ``2 n_t`` system's inverse times a vector and the rank-``2 n_t``
@@ -62,6 +68,7 @@ import numpy as np
 import scipy.linalg
 from flax import struct
 
+from jaxgrid.grid.implicit import implicit_complex_fixed_point
 from jaxgrid.grid.three_phase.feeder3 import Feeder3
 from jaxgrid.grid.three_phase.upf import (
     S_BASE_VA,
@@ -506,7 +513,13 @@ def port_power_flow(
         n_iter = N_ITER[jnp.dtype(real).name]
     no_history = jnp.zeros((ANDERSON_DEPTH, m), v0.dtype)
     carry = (v0, v0, jnp.zeros_like(v0), no_history, no_history, jnp.asarray(huge, real))
-    v_pu, *_, mismatch = jax.lax.fori_loop(0, n_iter, body, carry)
+    # differentiated at the fixed point, not through the (accelerated) iterations
+    v_pu, mismatch = implicit_complex_fixed_point(
+        lambda v: fixed_point_map(v)[0],
+        lambda: tuple(jax.lax.fori_loop(0, n_iter, body, carry)[i] for i in (0, -1)),
+        v0,
+        has_aux=True,
+    )
     finite = jnp.all(jnp.isfinite(v_pu.real) & jnp.isfinite(v_pu.imag)) & jnp.isfinite(mismatch)
     v_pu = jnp.where(finite, v_pu, v0)
     mismatch = jnp.where(finite, mismatch, huge)
