@@ -54,7 +54,7 @@ float32. Even so a float32 voltage is known to about 6e-8, so a branch of admitt
 
 **Derivatives** are those of the solution, not of the iterations: every solve (the
 first and each reactive-limit round) is the root of the power-flow equations for
-:func:`jax.lax.custom_root` (:mod:`jaxgrid.grid.implicit`), so ``jax.grad`` and
+``jax.lax.custom_root`` (:mod:`jaxgrid.grid.implicit`), so ``jax.grad`` and
 ``jax.jvp`` with respect to loads, dispatch, setpoints and branch data cost one dense
 ``2 n x 2 n`` solve at the solution, and do not move with the iteration count once the
 solve has converged. (The fast-decoupled iterations' batching rule, ``custom_vmap``,

@@ -88,15 +88,13 @@ from flax import struct
 from flax.training.train_state import TrainState
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-from jaxgrid import spaces
 from jaxgrid.env import Environment
 from jaxgrid.running_stats import RunningStats
+from jaxgrid.train.box_setup import box_setup
 from jaxgrid.train.distributions import BoundedPolicy, n_outputs
 from jaxgrid.train.gae import gae
 from jaxgrid.train.networks import TypedMLP
-from jaxgrid.train.ppo import TrainFns, _split_obs, episode_means, episode_sums, scan_updates
-from jaxgrid.validation import validate_params
-from jaxgrid.wrappers import CentralisedWrapper, LogWrapper
+from jaxgrid.train.ppo import TrainFns, episode_means, episode_sums, scan_updates
 
 EPISODE_INFO = ("returned_episode", "episode_return", "episode_objectives", "episode_costs")
 
@@ -237,36 +235,19 @@ def make_train(
     Raises:
         ValueError: the environment's actions are not continuous (a Box).
     """
-    user_env = env
-    centralise = centralise and env.num_agents > 1
-    if centralise:
-        env = CentralisedWrapper(env)
-    env = LogWrapper(env)
-    default_params = env.default_params() if params is None else params
-    validate_params(user_env, default_params)
-    space = env.action_space(default_params)
-    if not isinstance(space, spaces.Box):
-        raise ValueError(
-            f"APG differentiates the return through the environment's step with respect to "
-            f"the actions, so it needs continuous (Box) actions; {user_env.name} has {space} "
-            "(train it with --algo ppo or ippo)"
-        )
-    obs_space = env.observation_space(default_params)
-    if isinstance(obs_space, spaces.Dict):
-        obs_space = obs_space["observation"]
-    feature_ndim = len(obs_space.shape) - 1
-
-    def split_obs(obs):
-        """Each agent's features as a vector ``(..., agents, obs_dim)``."""
-        features, _ = _split_obs(obs)
-        if feature_ndim > 1:
-            features = features.reshape(features.shape[: features.ndim - feature_ndim] + (-1,))
-        return features
-
+    setup = box_setup(
+        env,
+        params,
+        centralise,
+        (
+            "APG differentiates the return through the environment's step with respect to "
+            "the actions, so it needs continuous (Box) actions"
+        ),
+    )
+    user_env, env, default_params, space, split_obs, agent_type = setup
+    centralise = centralise and user_env.num_agents > 1  # as box_setup wrapped it
     n = env.num_agents
     act_dim = space.shape[-1]
-    type_names = sorted(set(env.agent_types), key=env.agent_types.index)
-    agent_type = tuple(type_names.index(t) for t in env.agent_types)
     stochastic = config.distribution == "tanh_gaussian"
     actor = TypedMLP(
         agent_type,
