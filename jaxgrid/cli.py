@@ -29,6 +29,7 @@ def _demo(args) -> int:
     import jax.numpy as jnp
 
     import jaxgrid
+    from jaxgrid.train.evaluate import NOT_METRICS
 
     env, params = jaxgrid.make(args.env)
     steps = env.horizon * args.episodes
@@ -38,17 +39,8 @@ def _demo(args) -> int:
         f"{args.envs} environments x {args.episodes} episode(s) in one vmapped lax.scan "
         f"on {jax.devices()[0].platform.upper()}\n"
     )
-    skip = {
-        "abort_reason",
-        "power_flow_failed",
-        "reward_vector",
-        "objective_mask",
-        "costs",
-        "final_observation",
-        "action_clipped",
-        "action_nonfinite",
-        "steps_lost",
-    }
+    # the evaluation's non-metrics, and what the table shows otherwise or not at all
+    skip = NOT_METRICS | {"power_flow_failed", "reward_vector", "objective_mask", "costs"}
     baselines = env.baselines(params)
     unknown = [n for n in args.policy or () if n not in baselines]
     if unknown:

@@ -77,11 +77,17 @@ class LagrangeState:
         return cls(multiplier=zeros + initial, integral=zeros, last_cost=zeros, cost_ceiling=zeros)
 
 
-def validate_budgets(cost_budgets, lagrange_lr, lagrange_init, pid_gains, lagrange_max=None):
-    """Raise ``ValueError`` naming what is wrong with a config's ``cost_budgets`` (``((cost
-    name, budget >= 0), ...)``, each name once), ``lagrange_lr`` (> 0), ``lagrange_init``
-    (>= 0), ``pid_gains`` (None or three gains >= 0) or ``lagrange_max`` (None or >=
-    ``lagrange_init`` and > 0)."""
+def validate_budgets(config) -> None:
+    """Raise ``ValueError`` naming what is wrong with PPO's or SAC's ``config``:
+    ``cost_budgets`` (``((cost name, budget >= 0), ...)``, each name once), ``lagrange_lr``
+    (> 0), ``lagrange_init`` (>= 0), ``pid_gains`` (None or three gains >= 0) or
+    ``lagrange_max`` (None or >= ``lagrange_init`` and > 0)."""
+    cost_budgets, lagrange_lr = config.cost_budgets, config.lagrange_lr
+    lagrange_init, pid_gains, lagrange_max = (
+        config.lagrange_init,
+        config.pid_gains,
+        config.lagrange_max,
+    )
     names = [name for name, _ in cost_budgets]
     if len(set(names)) != len(names):
         raise ValueError(f"cost_budgets names a cost twice: {names}")
@@ -146,13 +152,27 @@ def charge_lost_steps(
 
 
 def dual_step(
-    state: LagrangeState, ended: dict, costs: Array, budget_index, horizon: int, config
+    state: LagrangeState,
+    ended: dict,
+    costs: Array,
+    budget_index,
+    horizon: int,
+    config,
+    charged: Array | None = None,
 ) -> tuple[LagrangeState, Array]:
     """One update's multiplier step of PPO's or SAC's ``config`` (its ``cost_budgets``,
-    ``lagrange_lr``, ``pid_gains``, ``lagrange_max``): the episode cost of each budgeted cost estimated from
-    ``ended`` (the episode sums of the update, ``episodes`` and ``episode_costs``
+    ``lagrange_lr``, ``pid_gains``, ``lagrange_max``): the episode cost of each budgeted
+    cost estimated from ``ended`` (the episode sums of the update, ``episodes`` and ``episode_costs``
     ``(n_costs,)``), else, where no episode ended, the mean of ``costs`` ``(..., n_budgeted)``
-    per step times ``horizon``; returns the new state and that ``(n_budgeted,)`` estimate."""
+    per step times ``horizon``; returns the new state and that ``(n_budgeted,)``
+    estimate. With ``charged`` (``costs`` with :func:`charge_lost_steps`' charges), the
+    charges count in the ended episodes' costs (mean over agents) and the per-step
+    fallback uses the charged costs."""
+    if charged is not None:
+        charges = jnp.sum(jnp.mean(charged - costs, axis=-2), axis=tuple(range(costs.ndim - 2)))
+        total = ended["episode_costs"].at[budget_index].add(charges.astype(costs.dtype))
+        ended, costs = dict(ended, episode_costs=total), charged
+
     episode_cost = jnp.where(
         ended["episodes"] > 0,
         ended["episode_costs"][budget_index] / jnp.maximum(ended["episodes"], 1),

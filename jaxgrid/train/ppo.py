@@ -138,13 +138,7 @@ class PPOConfig:
             raise ValueError(
                 f"distribution must be 'beta' or 'gaussian', got {self.distribution!r}"
             )
-        validate_budgets(
-            self.cost_budgets,
-            self.lagrange_lr,
-            self.lagrange_init,
-            self.pid_gains,
-            self.lagrange_max,
-        )
+        validate_budgets(self)
 
 
 @struct.dataclass
@@ -474,11 +468,14 @@ def make_train(
             # each budgeted cost of an episode: the mean over the episodes that ended in
             # this rollout (charges included), else (long episodes) the rollout's cost per
             # step x the horizon
-            ended = episode_sums(traj.info)
-            charges = jnp.sum(jnp.mean(costs - traj.costs, axis=2), axis=(0, 1))
-            ended = dict(ended, episode_costs=ended["episode_costs"].at[budget_index].add(charges))
             lagrange, episode_cost = dual_step(
-                lagrange, ended, costs, budget_index, env.horizon, config
+                lagrange,
+                episode_sums(traj.info),
+                traj.costs,
+                budget_index,
+                env.horizon,
+                config,
+                charged=costs,
             )
             # both standardised, so that a multiplier weighs costs against rewards in units
             # of their spread whatever the costs' scale (Ray et al. 2019 only centre the

@@ -176,13 +176,7 @@ class SACConfig:
             )
         if self.max_grad_norm is not None and not self.max_grad_norm > 0:
             raise ValueError(f"max_grad_norm must be > 0 or None, got {self.max_grad_norm}")
-        validate_budgets(
-            self.cost_budgets,
-            self.lagrange_lr,
-            self.lagrange_init,
-            self.pid_gains,
-            self.lagrange_max,
-        )
+        validate_budgets(self)
 
 
 class Transition(NamedTuple):
@@ -415,10 +409,9 @@ def make_train(
         (runner, _), (traj, episodes) = jax.lax.scan(
             env_step, (runner, env_params), None, config.num_steps
         )
-        lagrange, charges = runner.lagrange, None
+        lagrange, env_costs = runner.lagrange, traj.costs
         if constrained:  # a failed step is charged for the steps it cut off (lagrangian)
             lagrange, costs = charge_lost_steps(lagrange, traj.costs, episodes["steps_lost"])
-            charges = jnp.sum(jnp.mean(costs - traj.costs, axis=2), axis=(0, 1))
             traj = traj._replace(costs=costs)
         runner = remember(runner, traj)
         free = free_entries(env_params)
@@ -498,11 +491,8 @@ def make_train(
         if constrained:
             # each budgeted cost of an episode: the mean over the episodes that ended in
             # this update (charges included), else the update's cost per step x the horizon
-            charged = dict(
-                ended, episode_costs=ended["episode_costs"].at[budget_index].add(charges)
-            )
             lagrange, episode_cost = dual_step(
-                lagrange, charged, traj.costs, budget_index, env.horizon, config
+                lagrange, ended, env_costs, budget_index, env.horizon, config, charged=traj.costs
             )
         runner = runner.replace(
             actor=actor_state,

@@ -18,7 +18,7 @@ from jaxgrid.devices import (
 )
 
 
-def battery(n=1, **kw):
+def battery(n=1, dtype=jnp.float32, **kw):
     base = dict(
         capacity_mwh=2.0,
         p_max_mw=1.0,
@@ -30,7 +30,7 @@ def battery(n=1, **kw):
         degradation_cost=5.0,
     )
     base.update(kw)
-    return BatteryParams(**{k: jnp.full(n, v, jnp.float32) for k, v in base.items()})
+    return BatteryParams(**{k: jnp.full(n, v, dtype) for k, v in base.items()})
 
 
 def test_battery_charges_with_efficiency_and_pays_degradation():

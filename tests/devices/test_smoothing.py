@@ -6,25 +6,15 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from test_devices import battery as device_battery
 
 import jaxgrid
 from jaxgrid.devices import BatteryParams, battery_step, power_limits, reactive_headroom_mvar
 
 
 def battery(width, **kw):
-    base = dict(
-        capacity_mwh=2.0,
-        p_max_mw=1.0,
-        s_max_mva=1.25,
-        eta_charge=0.9,
-        eta_discharge=0.8,
-        soc_min=0.1,
-        soc_max=0.9,
-        degradation_cost=5.0,
-        smoothing_mw=width,
-    )
-    base.update(kw)
-    return BatteryParams(**{k: jnp.full(1, v, jnp.float64) for k, v in base.items()})
+    """``test_devices``' battery in float64, its power limits smoothed over ``width`` MW."""
+    return device_battery(dtype=jnp.float64, smoothing_mw=width, **kw)
 
 
 def _central(f, x, h=1e-6):
