@@ -19,6 +19,13 @@ request or a voltage band violation).
 ``low + (high - low) * sigmoid(u)``, so every action a plan gives lies in the ``Box``
 action space and the environment never clips it. A zero plan is the middle of the box.
 
+**Forecasts.** With ``forecast_error_std > 0`` the plan is made on a forecast of the
+exogenous series instead of the truth: at each step the controller replaces the next
+``horizon - 1`` rows of every series of ``params.profiles`` (loads, PV, wind, prices) by a
+fresh forecast with the noise model of :class:`jaxgrid.wrappers.Forecast` (relative error
+``forecast_error_std * h ** forecast_error_growth`` at lead ``h``; the current step's
+inputs are known) and plans on those params. The environment itself steps on the truth.
+
 **Optimiser.** Adam (``optax.adam``) for a fixed number of iterations (no tolerance:
 every environment of a batch does the same work, and the controller jits and
 ``vmap`` s over environments). The gradient goes through the environment's transitions:
@@ -39,8 +46,10 @@ import jax.numpy as jnp
 import optax
 
 from jaxgrid import spaces
+from jaxgrid.data.profiles import Profiles
 from jaxgrid.env import Environment
 from jaxgrid.types import Array, PRNGKey, PyTree
+from jaxgrid.wrappers.forecast import forecast_factors
 
 
 class MPCConfig(NamedTuple):
@@ -49,12 +58,22 @@ class MPCConfig(NamedTuple):
     iterations: Adam iterations per step (static; the first step of an episode too).
     learning_rate: Adam step size on the unconstrained plan ``u``.
     cost_weight: reward lost per unit of summed cost (mean over agents) in a planned step.
+    forecast_error_std: relative standard deviation of the one-step-ahead forecast the plan
+        is made on (0: perfect foresight).
+    forecast_error_growth: exponent of the forecast error's growth with lead time.
+    final_learning_rate: Adam's step size at the last iteration, reached by cosine decay
+        from ``learning_rate`` (``None``: constant). A decaying step lets the plan settle
+        on a kink of the objective (``|q|`` at 0, a band's edge) where a constant step
+        keeps crossing it.
     """
 
     horizon: int = 24
     iterations: int = 100
     learning_rate: float = 0.1
     cost_weight: float = 3.0
+    forecast_error_std: float = 0.0
+    forecast_error_growth: float = 0.5
+    final_learning_rate: float | None = None
 
 
 def _box(env: Environment, params) -> spaces.Box:
@@ -95,7 +114,14 @@ def optimise_plan(
 ) -> tuple[Array, Array]:
     """``(plan, value)``: ``u`` ``(H, *action_shape)`` improved by ``config.iterations``
     Adam steps on :func:`plan_return`, and the improved plan's objective."""
-    optimiser = optax.adam(config.learning_rate)
+    step_size = config.learning_rate
+    if config.final_learning_rate is not None:
+        step_size = optax.cosine_decay_schedule(
+            config.learning_rate,
+            config.iterations,
+            alpha=config.final_learning_rate / config.learning_rate,
+        )
+    optimiser = optax.adam(step_size)
     loss = lambda u: -plan_return(env, params, state, u, config, key)  # noqa: E731
 
     def iteration(carry, _):
@@ -114,12 +140,41 @@ def initial_plan(env: Environment, params, config: MPCConfig) -> Array:
     return jnp.zeros((config.horizon, *space.shape), space.dtype)
 
 
+SERIES = ("load", "pv", "wind", "price")  # the forecast series of ``params.profiles``
+
+
+def forecast_params(params, state: PyTree, config: MPCConfig, key: PRNGKey):
+    """``params`` whose ``profiles`` hold, at the rows of the next ``horizon - 1`` steps
+    after ``state``'s (``state.start + state.time + h``, wrapping around the series), one
+    forecast of every series in :data:`SERIES` (see the module docstring, "Forecasts")."""
+    profiles = params.profiles
+    leads = jnp.arange(1, config.horizon)
+    rows = (state.start + state.time + leads) % profiles.n_steps
+    forecast = {}
+    for i, name in enumerate(SERIES):
+        series = getattr(profiles, name)
+        factors = forecast_factors(
+            jax.random.fold_in(key, i),
+            leads,
+            series.shape[1:],
+            series.dtype,
+            config.forecast_error_std,
+            config.forecast_error_growth,
+        )
+        forecast[name] = series.at[rows].multiply(factors)
+    return params.replace(profiles=profiles.replace(**forecast))
+
+
 def mpc_step(
     env: Environment, params, state: PyTree, plan: Array, config: MPCConfig, key: PRNGKey
 ) -> tuple[Array, Array]:
-    """``(action, next_plan)``: optimise ``plan`` from ``state``, enact its first action,
-    and shift the rest by one step for the next call (the last planned action repeated)."""
-    u, _ = optimise_plan(env, params, state, plan, config, key)
+    """``(action, next_plan)``: optimise ``plan`` from ``state`` (on a forecast of the
+    exogenous series if ``config.forecast_error_std > 0``), enact its first action, and
+    shift the rest by one step for the next call (the last planned action repeated)."""
+    model = params
+    if config.forecast_error_std > 0:
+        model = forecast_params(params, state, config, jax.random.fold_in(key, 1))
+    u, _ = optimise_plan(env, model, state, plan, config, key)
     action = enact(u[0], _box(env, params))
     return action, jnp.concatenate([u[1:], u[-1:]])
 
@@ -137,6 +192,19 @@ class MPC:
         _box(env, params)
         if config.horizon < 1 or config.iterations < 1:
             raise ValueError(f"MPC needs horizon >= 1 and iterations >= 1, got {config}")
+        if config.final_learning_rate is not None and not (
+            0 < config.final_learning_rate <= config.learning_rate
+        ):
+            raise ValueError(f"MPC needs 0 < final_learning_rate <= learning_rate, got {config}")
+        if config.forecast_error_std < 0:
+            raise ValueError(f"MPC needs forecast_error_std >= 0, got {config}")
+        if config.forecast_error_std > 0 and not isinstance(
+            getattr(params, "profiles", None), Profiles
+        ):
+            raise ValueError(
+                "MPC with forecast errors needs the exogenous series as a "
+                f"jaxgrid.data.Profiles in params.profiles; {env.name}'s params have none"
+            )
         self.env, self.params, self.config = env, params, config
 
     def init(self, state: PyTree) -> Array:

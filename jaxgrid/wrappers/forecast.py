@@ -25,6 +25,17 @@ from jaxgrid.validation import Range, declare, validate_params
 from jaxgrid.wrappers.augmented import AugmentedObservation
 
 
+def forecast_factors(key, leads: Array, shape, dtype, error_std, error_growth) -> Array:
+    """``(len(leads), *shape)`` of ``dtype``: the factors ``1 + error_std * h ** error_growth * eps`` that
+    turn true values ``h`` steps ahead (``leads``) into a forecast of them (the module
+    docstring's noise model; :class:`Forecast` and the forecast-driven MPC of
+    :mod:`jaxgrid.control.mpc` share it). ``eps ~ N(0, 1)`` drawn with ``key``."""
+    leads = jnp.asarray(leads)
+    spread = error_std * leads.astype(dtype) ** error_growth
+    eps = jax.random.normal(key, (leads.shape[0], *shape), dtype)
+    return 1.0 + spread.reshape(-1, *([1] * len(shape))).astype(dtype) * eps
+
+
 @struct.dataclass
 class ForecastParams:
     """Attributes:
@@ -106,9 +117,10 @@ class Forecast(AugmentedObservation):
         truth = self.env.exogenous_ahead(state, params.env, leads)
         if key is None:
             return truth
-        spread = params.error_std * leads.astype(truth.dtype) ** params.error_growth
-        eps = jax.random.normal(key, truth.shape, truth.dtype)
-        return truth * (1.0 + spread[:, None].astype(truth.dtype) * eps)
+        factors = forecast_factors(
+            key, leads, truth.shape[1:], truth.dtype, params.error_std, params.error_growth
+        )
+        return truth * factors
 
     def _observe(self, key, obs: Array, state, params: ForecastParams) -> Array:
         ahead = self.forecast(key, state, params).reshape(-1).astype(obs.dtype)

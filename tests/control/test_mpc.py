@@ -86,3 +86,74 @@ def test_wrappers_leave_the_controller_out():
     assert "mpc" not in logged.baselines(params) and "threshold" in logged.baselines(params)
     forecast = Forecast(env, horizon_steps=4)
     assert "mpc" not in forecast.baselines(forecast.default_params())
+
+
+def test_forecast_params_perturb_only_the_planned_rows_with_the_forecast_spread():
+    from jaxgrid.control.mpc import forecast_params
+
+    env, params = jaxgrid.make("arbitrage-v0")
+    _, state = env.reset(jax.random.PRNGKey(1), params)
+    config = MPCConfig(horizon=5, forecast_error_std=0.1, forecast_error_growth=0.5)
+    row = int(state.start + state.time)
+    truth = np.asarray(params.profiles.price)
+    draw = jax.jit(jax.vmap(lambda k: forecast_params(params, state, config, k).profiles.price))
+    forecasts = np.asarray(draw(jax.random.split(jax.random.PRNGKey(0), 4000)))
+    changed = np.any(forecasts != truth, axis=(0, 2))
+    # the current step's inputs are known; leads 1..4 are forecast; nothing else moves
+    assert np.flatnonzero(changed).tolist() == list(range(row + 1, row + 5))
+    for lead in range(1, 5):
+        ratio = forecasts[:, row + lead, :] / truth[row + lead, :] - 1.0
+        spread = 0.1 * lead**0.5
+        assert np.std(ratio) == pytest.approx(spread, rel=0.05)
+        assert abs(np.mean(ratio)) < 4 * spread / np.sqrt(ratio.size)
+
+
+def test_mpc_on_noisy_forecasts_earns_less_than_with_perfect_foresight():
+    env, params = jaxgrid.make("arbitrage-v0")
+    key, episodes = jax.random.PRNGKey(0), 4
+    perfect = env.baselines(params)["mpc"]
+    noisy = mpc_controller(env, params, perfect.config._replace(forecast_error_std=0.3))
+    earned = evaluate(perfect, env, params, key, episodes)["return"]
+    guessed = evaluate(noisy, env, params, key, episodes)["return"]
+    idle = evaluate(env.baselines(params)["idle"], env, params, key, episodes)["return"]
+    assert idle < guessed < earned, (idle, guessed, earned)
+
+
+def test_forecast_errors_need_exogenous_series():
+    env, params = jaxgrid.make("smartgrid-v0")  # its buildings' own series
+    with pytest.raises(ValueError, match="profiles"):
+        mpc_controller(env, params, MPCConfig(horizon=2, forecast_error_std=0.1))
+    env, params = jaxgrid.make("arbitrage-v0")
+    with pytest.raises(ValueError, match="forecast_error_std"):
+        mpc_controller(env, params, MPCConfig(forecast_error_std=-0.1))
+
+
+def test_a_decaying_step_settles_on_a_kink_that_a_constant_step_keeps_crossing():
+    from toy_envs import Tanks, TanksState
+
+    from jaxgrid.control.mpc import optimise_plan, plan_return
+
+    # one tank at 0.4 with target 0.5, tracking weight 1 and effort weight 0.5: the best
+    # fill is the kink of |level - target|, about 0.1 (the step's noise moves it)
+    env = Tanks(num_agents=1, horizon=3)
+    params = env.default_params()
+    weights = jnp.array([1.0, 0.5])
+    params = params.replace(scalarisation=params.scalarisation.replace(weights=weights))
+    state = TanksState(level=jnp.array([0.4]), time=jnp.zeros((), jnp.int32))
+    key = jax.random.PRNGKey(0)
+    constant = MPCConfig(horizon=1, iterations=200, learning_rate=0.1, cost_weight=0.0)
+    decaying = constant._replace(final_learning_rate=1e-4)
+    grid = jnp.linspace(-3.0, 3.0, 60001).reshape(-1, 1, 1, 1)  # plan values, a fine search
+    best = jnp.max(jax.vmap(lambda u: plan_return(env, params, state, u, constant, key))(grid))
+    gaps = {}
+    for config in (constant, decaying):
+        plan = initial_plan(env, params, config)
+        _, value = jax.jit(lambda c=config, u=plan: optimise_plan(env, params, state, u, c, key))()
+        gaps[config.final_learning_rate] = float(best - value)
+    assert gaps[1e-4] < 2e-5 and gaps[None] > 1e-4, gaps
+
+
+def test_a_final_learning_rate_above_the_first_is_refused():
+    env, params = jaxgrid.make("arbitrage-v0")
+    with pytest.raises(ValueError, match="final_learning_rate"):
+        mpc_controller(env, params, MPCConfig(learning_rate=0.1, final_learning_rate=0.2))

@@ -58,6 +58,9 @@ from jaxgrid.types import Array, float_dtype
 
 PRICE_SCALE = 100.0  # observed prices are divided by this
 TEMPERATURE_SCALE = 10.0  # observed temperatures (°C) are divided by this
+# the "mpc" baseline's horizon (steps: three hours), Adam iterations, step size and cost
+# weight, from benchmarks/mpc_baselines.py on held-out days
+MPC_SETTINGS = (36, 30, 0.1, 3.0)
 
 
 @struct.dataclass
@@ -188,11 +191,18 @@ class Dcmg(Environment):
     # -- reference policies -----------------------------------------------------------------
 
     def baselines(self, params: DcmgParams) -> dict:
-        """Random, PowerZooJax-style rule-based and greedy (work first, self-consumption)."""
+        """Random, PowerZooJax-style rule-based and greedy (work first, self-consumption),
+        and ``mpc``: receding-horizon MPC with perfect foresight on this environment's own
+        model (:mod:`jaxgrid.control.mpc`, a controller that reads the state)."""
+        from jaxgrid.control.mpc import MPCConfig, mpc_controller  # control sits above envs
         from jaxgrid.envs.dcmg.baselines import greedy, rule_based
 
-        return {**super().baselines(params), "rule_based": rule_based(self, params),
-                "greedy": greedy(self, params)}  # fmt: skip
+        return {
+            **super().baselines(params),
+            "rule_based": rule_based(self, params),
+            "greedy": greedy(self, params),
+            "mpc": mpc_controller(self, params, MPCConfig(*MPC_SETTINGS)),
+        }
 
     def oracle_return(self, params: DcmgParams, state: DcmgState) -> float:
         """The perfect-foresight optimum of the day from ``state`` (an unbatched reset state)

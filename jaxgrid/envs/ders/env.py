@@ -69,6 +69,9 @@ from jaxgrid.types import Array
 
 TYPES = ("battery", "pv", "flexload", "ev")
 PRICE_SCALE = 100.0
+# the "mpc" baseline's horizon (steps), Adam iterations, step size and cost weight, from
+# benchmarks/mpc_baselines.py on held-out days of ders33-v0
+MPC_SETTINGS = (12, 30, 0.1, 3.0)
 
 
 @struct.dataclass
@@ -169,11 +172,16 @@ class DERs(Environment):
         self.slices = offsets
 
     def baselines(self, params: DERsParams) -> dict:
-        """Random, no control (EVs charging flat out), and price/volt-var rules."""
+        """Random, no control (EVs charging flat out), price/volt-var rules, and ``mpc``:
+        receding-horizon MPC with perfect foresight on this environment's own model
+        (:mod:`jaxgrid.control.mpc`, a controller that reads the state)."""
+        from jaxgrid.control.mpc import MPCConfig, mpc_controller  # control sits above envs
+
         return {
             **super().baselines(params),
             "no_control": no_control,
             "rules": price_and_voltage_rules(),
+            "mpc": mpc_controller(self, params, MPCConfig(*MPC_SETTINGS)),
         }
 
     @property

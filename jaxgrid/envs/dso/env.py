@@ -55,6 +55,10 @@ from jaxgrid.rewards.abort import AbortConditions
 from jaxgrid.rewards.scalarise import Scalarisation
 from jaxgrid.types import Array, float_dtype
 
+# the "mpc" baseline's horizon (steps), Adam iterations, step size and cost weight (reward
+# per pu outside the band), from benchmarks/mpc_baselines.py on held-out days
+MPC_SETTINGS = (8, 30, 0.1, 10.0)
+
 
 @struct.dataclass
 class DSOState:
@@ -178,11 +182,16 @@ class DSO(Environment):
         return solve_feeder(params.feeder, p, q, params.solver, self.distflow_iterations)
 
     def baselines(self, params: DSOParams) -> dict:
-        """Random, no control, and deferring the evening peak to the night."""
+        """Random, no control, deferring the evening peak to the night, and ``mpc``:
+        receding-horizon MPC with perfect foresight on this environment's own model
+        (:mod:`jaxgrid.control.mpc`, a controller that reads the state)."""
+        from jaxgrid.control.mpc import MPCConfig, mpc_controller  # control sits above envs
+
         return {
             **super().baselines(params),
             "no_control": no_control(self.n_flex),
             "evening_shift": evening_shift(self.n_flex),
+            "mpc": mpc_controller(self, params, MPCConfig(*MPC_SETTINGS)),
         }
 
     def abort_values(self, state, params):

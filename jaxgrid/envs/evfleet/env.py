@@ -65,6 +65,9 @@ from jaxgrid.rewards.scalarise import Scalarisation
 from jaxgrid.types import Array
 
 PRICE_SCALE = 100.0
+# the "mpc" baseline's horizon (steps), Adam iterations, step size and cost weight, from
+# benchmarks/mpc_baselines.py on held-out days
+MPC_SETTINGS = (16, 30, 0.1, 3.0)
 
 
 @struct.dataclass
@@ -139,13 +142,17 @@ class EVFleet(Environment):
         self._name = name
 
     def baselines(self, params: EVFleetParams) -> dict:
-        """Random, charge on arrival (no control) and a price threshold with a deadline."""
+        """Random, charge on arrival (no control), a price threshold with a deadline, and
+        ``mpc``: receding-horizon MPC with perfect foresight on this environment's own
+        model (:mod:`jaxgrid.control.mpc`, a controller that reads the state)."""
+        from jaxgrid.control.mpc import MPCConfig, mpc_controller  # control sits above envs
         from jaxgrid.envs.evfleet.baselines import charge_on_arrival, price_threshold
 
         return {
             **super().baselines(params),
             "charge_on_arrival": charge_on_arrival,
             "price_threshold": price_threshold(),
+            "mpc": mpc_controller(self, params, MPCConfig(*MPC_SETTINGS)),
         }
 
     def oracle_return(self, params: EVFleetParams, state: EVFleetState) -> float:

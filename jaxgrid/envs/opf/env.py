@@ -75,6 +75,9 @@ from jaxgrid.types import Array, float_dtype
 
 KILO = 1000.0  # objectives and observed costs are in thousands of currency
 PRICE_SCALE = 100.0  # observed marginal costs are divided by this
+# the "mpc" baseline's horizon (steps), Adam iterations, step size and cost weight, from
+# benchmarks/mpc_baselines.py on held-out days of opf14-v0
+MPC_SETTINGS = (1, 50, 0.1, 3.0)
 
 
 @struct.dataclass
@@ -210,13 +213,18 @@ class OPF(Environment):
 
     def baselines(self, params: OPFParams) -> dict:
         """Random, proportional dispatch at nominal voltage, the network-blind economic
-        dispatch, and (``acopf_baseline``) the AC-OPF of each step (:mod:`.baselines`)."""
+        dispatch, ``mpc`` (each step's setpoints optimised by gradient on this
+        environment's own AC power flow, :mod:`jaxgrid.control.mpc`; a step's reward
+        depends only on its own action, so a one-step horizon is the whole problem) and
+        (``acopf_baseline``) the AC-OPF of each step (:mod:`.baselines`)."""
+        from jaxgrid.control.mpc import MPCConfig, mpc_controller  # control sits above envs
         from jaxgrid.envs.opf.baselines import acopf_policy, economic_dispatch, proportional
 
         out = {
             **super().baselines(params),
             "proportional": proportional(self, params),
             "economic_dispatch": economic_dispatch(self, params),
+            "mpc": mpc_controller(self, params, MPCConfig(*MPC_SETTINGS)),
         }
         if self.acopf_baseline:
             out["acopf"] = acopf_policy(self, params)
