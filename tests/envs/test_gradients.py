@@ -5,15 +5,17 @@ The differentiated scalar is a fixed random weighting of everything a step retur
 new state's and observation's float leaves, the reward and the costs), so no output's
 derivative can hide behind another's. Points are chosen where the model is smooth:
 actions inside their box, away from the devices' clips (where a gradient is zero on one
-side, see docs/control.md), and, in the feeder environments, a slack voltage of 1.002 pu
-instead of 1.0, because the L1 voltage barrier ``|v - 1|`` has a kink exactly at the slack
-bus when its voltage is 1.0 (there JAX gives the subgradient 0 and the two one-sided
-derivatives differ).
+side, see docs/control.md), no device at a state-of-charge limit (evfleet33), units
+inside their ramp windows (tso14-continuous), and, in the feeder environments, a slack
+voltage of 1.002 pu instead of 1.0, because the L1 voltage barrier ``|v - 1|`` has a kink
+exactly at the slack bus when its voltage is 1.0 (there JAX gives the subgradient 0 and
+the two one-sided derivatives differ).
 
 Relative error is the largest absolute difference over the largest finite difference of
 the compared set (the action's entries; one leaf's directional derivative). A leaf's
 derivative is compared to ``REL_TOL`` of itself plus what central differences cannot
-resolve (the rounding of the scalar, ``16 eps |f| / EPS``, about 4e-9 of it): a leaf
+resolve (the rounding of the scalar, ``16 eps |f| / EPS``, about 4e-9 of it, and where
+a solver stops at a tolerance the spread of its stopping point, ``RESOLUTION``): a leaf
 whose derivatives both lie below that (``voll`` of gencos5, 1e-10 by the gradient, round
 off by the differences) is not read by the step.
 """
@@ -162,8 +164,8 @@ def _weighted_outputs(env, state, action, params):
 # the default suite samples one battery and one feeder environment; each costs one
 # float64 gradient program of the whole step (measured on CI's two cores: 25-150 s each,
 # none under 15 s), so JAXGRID_VALIDATE=full checks the rest; docs/control.md lists the
-# environments left out and why (tso14-continuous-v0: at the points tried the dispatch
-# does not move with the action; evfleet33-v0: a kink in soc_min at the point)
+# environments left out (larger siblings of these) and how tso14-continuous-v0's and
+# evfleet33-v0's points were chosen (TSO14_ON, EVFLEET_SHIFT)
 ENVS = ["arbitrage-v0", "dso33-v0"] + (
     [
         "voltage33-v0",
