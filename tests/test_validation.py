@@ -61,6 +61,11 @@ EDITED = [
     ("ders33-v0", lambda p: p.replace(battery_soc0=_set(p.battery_soc0, 1, 0.95)), r"params\.battery_soc0\[1\] = 0\.95 and params\.battery\.soc_max\[1\] = 0\.9: expected battery_soc0 <= battery\.soc_max"),
     ("smartgrid33-v0", lambda p: p.replace(society=p.society.replace(capacity=_set(p.society.capacity, 4, 0.0))), r"params\.society\.capacity\[4\] = 0: expected > 0 Wh"),
     ("gardeners-v0", lambda p: p.replace(layout=p.layout.replace(position=_set(p.layout.position, (1, 1), 10))), r"params\.layout\.position\[1, 1\] = 10: expected a column of the grid, 0 to 9"),
+    # the smooth surrogates' widths (docs/control.md): 0 is the exact model, below it none
+    ("voltage33-v0", lambda p: p.replace(pv_q_smoothing_mvar=-0.01), r"params\.pv_q_smoothing_mvar = -0\.01: expected >= 0 Mvar"),
+    ("ders33-v0", lambda p: p.replace(pv_q_smoothing_mvar=-0.01), r"params\.pv_q_smoothing_mvar = -0\.01: expected >= 0 Mvar"),
+    ("voltage13-v0", lambda p: p.replace(pv_q_smoothing_kvar=-5.0), r"params\.pv_q_smoothing_kvar = -5: expected >= 0 kvar"),
+    ("arbitrage-v0", lambda p: p.replace(battery=p.battery.replace(smoothing_mw=-0.1)), r"params\.battery\.smoothing_mw = -0\.1: expected >= 0 MW"),
 ]  # fmt: skip
 
 

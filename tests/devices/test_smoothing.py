@@ -2,6 +2,8 @@
 ``smoothing_mvar``): exact at 0, a derivative on the clipped side that equals central
 differences, and the exact model recovered as the width shrinks."""
 
+import os
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -121,3 +123,115 @@ def test_arbitrage_step_gradient_with_a_smoothed_battery(float64):
     assert abs(analytic) > 1e-3 * abs(float(jax.grad(reward)(jnp.float64(0.0), 0.0)))
     numeric = _central(lambda a: reward(a, width), action, 1e-5)
     assert analytic == pytest.approx(numeric, rel=1e-6)
+
+
+# The inverters' reactive headroom in the environments that clip it: the width's params
+# leaf and the rating's, per environment (voltage33's is VoltageParams.pv_q_smoothing_mvar;
+# the three-phase environments count in kW and kvar). Each check compiles a float64
+# step of a feeder environment (35-65 s on two cores), so they run with
+# JAXGRID_VALIDATE=full, as tests/envs/test_gradients.py's; the default suite checks the
+# leaves' validation (tests/test_validation.py) and the surrogate itself (above).
+INVERTERS = {
+    "ders33-v0": ("pv_q_smoothing_mvar", "pv_s_max_mva"),
+    "voltage13-v0": ("pv_q_smoothing_kvar", "pv_s_max_kva"),
+}
+
+
+FULL = os.environ.get("JAXGRID_VALIDATE") == "full"
+full_only = pytest.mark.skipif(not FULL, reason="JAXGRID_VALIDATE=full: a float64 feeder step")
+
+
+def _saturated_inverters(name):
+    """``(env, params, state, action, q_index, available)`` in float64 at the sunniest
+    step of the first episode (reset key 0), every inverter rated at 0.98 of the power its
+    PV has then: the exact headroom is 0 (ders: the available power is cut to the rating,
+    ``p = s_max`` uncurtailed; voltage13, which does not curtail: ``p > s_max``), so the
+    exact reactive power is 0 whatever the action asks. ``action`` asks each inverter for
+    half its headroom; ``q_index`` indexes its reactive share in the action."""
+    env, params = jaxgrid.make(name)
+    params = jax.tree_util.tree_map(
+        lambda x: (
+            jnp.asarray(x, jnp.float64) if jnp.issubdtype(jnp.asarray(x).dtype, jnp.floating) else x
+        ),
+        params,
+    )
+    _, state = env.reset(jax.random.PRNGKey(0), params)
+    action = jnp.zeros(env.action_space(params).shape, jnp.float64)
+    if name == "ders33-v0":
+        rows = env.slices["pv"]
+        q_index = (rows, 1)  # (curtailment 0, reactive share)
+        available = jax.vmap(lambda r: env.exogenous(r, params)[2])
+    else:
+        rows = slice(None)
+        q_index = (rows, 0)
+        available = jax.vmap(lambda r: env.exogenous(r, params)[1])
+    pv = available(state.start + jnp.arange(env.horizon))  # (horizon, n_pv)
+    t = int(jnp.argmax(jnp.min(pv, axis=1)))
+    assert float(jnp.min(pv[t])) > 0  # every inverter has sun
+    _, rating = INVERTERS[name]
+    params = params.replace(**{rating: 0.98 * pv[t]})
+    state = state.replace(time=jnp.asarray(t, state.time.dtype))
+    return env, params, state, action.at[q_index].set(0.5), q_index, pv[t]
+
+
+def _reactive(env, state):
+    """The inverters' reactive power of a step's new state (each environment's name)."""
+    return state.pv_q if hasattr(state, "pv_q") else state.q_kvar
+
+
+@full_only
+@pytest.mark.parametrize("name", list(INVERTERS))
+def test_inverter_smoothing_zero_is_the_exact_model(name, float64):
+    """An explicit width of 0 gives the default step's outputs bit for bit, with the
+    exact model's reactive power (0 for a saturated inverter) and its derivative in the
+    action (0; both up to rounding at ``p = s``)."""
+    env, params, state, action, q_index, _ = _saturated_inverters(name)
+    width, rating = INVERTERS[name]
+    zero = params.replace(**{width: jnp.float64(0.0)})
+    step = jax.jit(env.step_env)
+    key = jax.random.PRNGKey(1)
+    exact, explicit = step(key, state, action, params), step(key, state, action, zero)
+    for x, y in zip(jax.tree_util.tree_leaves(exact), jax.tree_util.tree_leaves(explicit)):
+        np.testing.assert_array_equal(x, y)
+    # 0, up to the rounding of s^2 - p^2 at p = s (ders): XLA may fuse it into a
+    # multiply-add, whose remainder (1e-17 Mvar^2) leaves sqrt of it, 3e-9 Mvar
+    tiny = 1e-7 * float(jnp.max(getattr(params, rating)))
+    np.testing.assert_allclose(_reactive(env, exact[1]), 0.0, rtol=0, atol=tiny)
+
+    def q_sum(share, p):
+        a = action.at[q_index].set(share)
+        return jnp.sum(_reactive(env, env.step_env(key, state, a, p)[1]))
+
+    d = jax.grad(q_sum)(jnp.full(action[q_index].shape, 0.5), zero)
+    np.testing.assert_allclose(d, 0.0, rtol=0, atol=2 * tiny)
+
+
+@full_only
+@pytest.mark.parametrize("name", list(INVERTERS))
+def test_inverter_smoothing_gives_a_derivative_beyond_the_rating(name, float64):
+    """With a width, a saturated inverter's reactive power moves with its action: by
+    ``clip(a) * sqrt(w^2 softplus((s^2 - p^2) / w^2))`` (``jaxgrid.smooth``), as central
+    differences say, and at most ``0.83 w`` (the surrogate's headroom at the rating; ders
+    sits there, voltage13 0.02 of its power beyond it: ``0.14 w``)."""
+    env, params, state, action, q_index, available = _saturated_inverters(name)
+    width, rating = INVERTERS[name]
+    w = 0.1 * available  # per inverter: a tenth of its power
+    smooth = params.replace(**{width: w})
+    key = jax.random.PRNGKey(1)
+
+    def q(share):
+        a = action.at[q_index].set(share)
+        return _reactive(env, env.step_env(key, state, a, smooth)[1])
+
+    share = jnp.full(action[q_index].shape, 0.5)
+    jac = jax.jacfwd(q)(share)
+    np.testing.assert_array_equal(jac - jnp.diag(jnp.diag(jac)), 0.0)  # each its own
+    analytic = np.asarray(jnp.diag(jac))
+    s = getattr(smooth, rating)
+    p = jnp.minimum(available, s) if name == "ders33-v0" else available  # ders cuts to s
+    by_hand = np.sqrt(w**2 * np.log1p(np.exp((s**2 - p**2) / w**2)))
+    np.testing.assert_allclose(analytic, by_hand, rtol=1e-12)
+    assert np.all(analytic > 0) and np.all(analytic <= 0.84 * w)
+    h = 1e-6
+    numeric = (np.asarray(q(share + h)) - np.asarray(q(share - h))) / (2 * h)
+    np.testing.assert_allclose(analytic, numeric, rtol=1e-7)

@@ -104,6 +104,10 @@ class DERsParams:
     power_flow_penalty: ``()`` reward lost per agent and step lost when a power flow fails.
     abort: bounds on bus voltages and battery SOCs (off by default).
     scalarisation: how the objectives become the reward.
+    pv_q_smoothing_mvar: ``()`` width of the smooth surrogate of the PV inverters'
+        reactive headroom, Mvar (:mod:`jaxgrid.devices.renewable`); 0 (the default): the
+        exact model. The batteries' and EVs' power limits have theirs in
+        ``battery.smoothing_mw`` and ``ev.battery.smoothing_mw``.
     """
 
     feeder: Feeder
@@ -133,6 +137,7 @@ class DERsParams:
     power_flow_penalty: Array
     abort: AbortConditions
     scalarisation: Scalarisation
+    pv_q_smoothing_mvar: Array = 0.0
 
 
 class DERs(Environment):
@@ -296,7 +301,11 @@ class DERs(Environment):
         )
         # PV: curtail, then reactive power in the headroom
         pv = inverter_output(
-            pv_avail, action[s["pv"], 0], action[s["pv"], 1], params.pv_s_max_mva.astype(dtype)
+            pv_avail,
+            action[s["pv"], 0],
+            action[s["pv"], 1],
+            params.pv_s_max_mva.astype(dtype),
+            params.pv_q_smoothing_mvar,
         )
         # flexible loads: demand follows the household profile
         demand = params.flex_size_mw * household

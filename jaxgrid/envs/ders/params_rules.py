@@ -14,6 +14,7 @@ declare(
     bus_index("pv_bus"),
     Range("pv_p_max_mw", ge=0, unit="MW"),
     Range("pv_s_max_mva", ge=0, unit="MVA"),
+    Range("pv_q_smoothing_mvar", ge=0, unit="Mvar"),
     column_of("pv_profile", "profiles.pv"),
     bus_index("flex_bus"),
     Range("flex_size_mw", ge=0, unit="MW"),

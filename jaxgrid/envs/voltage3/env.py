@@ -210,7 +210,8 @@ class Voltage3Control(Environment):
 
     def transition(self, key, state: Voltage3State, action, params: Voltage3Params) -> Transition:
         load_mult, p_pv = self.exogenous(state.start + state.time, params)
-        q_pv = inverter_q_mvar(action[:, 0], p_pv, params.pv_s_max_kva.astype(p_pv.dtype))
+        s_max = params.pv_s_max_kva.astype(p_pv.dtype)
+        q_pv = inverter_q_mvar(action[:, 0], p_pv, s_max, params.pv_q_smoothing_kvar)
         flow = self.power_flow(load_mult, p_pv, q_pv, state.tap_pu, params)
         failed = ~flow.converged
         control = tap_step(

@@ -63,6 +63,9 @@ class Voltage3Params:
         power_flow_penalty: ``()`` reward lost per agent, on a step whose power flow
             fails, for that step and each step the episode loses.
         scalarisation: how the objectives become the reward.
+        pv_q_smoothing_kvar: ``()`` width of the smooth surrogate of the inverters'
+            reactive headroom, kvar (:mod:`jaxgrid.devices.renewable`, in this
+            environment's kW and kvar); 0 (the default): the exact model.
     """
 
     feeder: Feeder3
@@ -85,3 +88,4 @@ class Voltage3Params:
     barrier: Array
     power_flow_penalty: Array
     scalarisation: Scalarisation
+    pv_q_smoothing_kvar: Array = 0.0
