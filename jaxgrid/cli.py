@@ -165,6 +165,8 @@ def _run_config(args):
     for name in ("env", "algo", "seeds", "seed", "checkpoint_every", "eval_episodes"):
         if getattr(args, name) is not None:
             fields[name] = getattr(args, name)
+    if args.no_mpc:
+        fields["eval_mpc"] = False
     if args.total_steps is not None:
         settings["total_steps"] = args.total_steps
     if args.weights:
@@ -268,7 +270,8 @@ def _band(params) -> tuple[float, float]:
 def _eval(args) -> int:
     from jaxgrid.train.run import evaluate_run, format_table
 
-    print(format_table(evaluate_run(args.run, args.episodes, args.stress)))
+    mpc = False if args.no_mpc else None
+    print(format_table(evaluate_run(args.run, args.episodes, args.stress, mpc)))
     return 0
 
 
@@ -450,6 +453,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     train.add_argument("--eval-episodes", type=_at_least(1), help="held-out episodes per policy")
     train.add_argument(
+        "--no-mpc",
+        action="store_true",
+        help="leave the model-predictive baselines out of the evaluation (they plan at "
+        "every step: slow on the larger feeders)",
+    )
+    train.add_argument(
         "--no-progress",
         action="store_true",
         help="no progress bar or lines (a bar on a terminal, else a line every 5 s)",
@@ -466,6 +475,9 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate = command("eval", "evaluate a run's newest checkpoint on held-out days", _eval)
     evaluate.add_argument("--run", required=True, help="run directory written by jaxgrid train")
     evaluate.add_argument("--episodes", type=_at_least(1), help="held-out episodes per policy")
+    evaluate.add_argument(
+        "--no-mpc", action="store_true", help="leave the model-predictive baselines out"
+    )
     evaluate.add_argument(
         "--stress",
         action="store_true",

@@ -111,6 +111,9 @@ class RunConfig:
         apg: :class:`~jaxgrid.train.apg.APGConfig` fields of ``apg`` and ``iapg``, likewise.
         checkpoint_every: updates between checkpoints (0: only at the end).
         eval_episodes: held-out episodes per member and per baseline.
+        eval_mpc: evaluate the baselines that plan on the state (``mpc``) too; they plan
+            at every step of every episode, so on ``ders141-v0`` they take longer than
+            the training.
         observations, actions, agents: declared observations, actions and agents
             (scenario files' ``[[observations]]`` / ``[[actions]]`` / ``[[agents]]``
             entries); empty: the environment's own.
@@ -129,6 +132,7 @@ class RunConfig:
     apg: dict = dataclasses.field(default_factory=dict)
     checkpoint_every: int = 0
     eval_episodes: int = 32
+    eval_mpc: bool = True
     observations: list = dataclasses.field(default_factory=list)
     actions: list = dataclasses.field(default_factory=list)
     agents: list = dataclasses.field(default_factory=list)
@@ -466,14 +470,19 @@ def train_run(
         return _write_report(out, evaluate_runners(run, runners))
 
 
-def evaluate_run(out, episodes: int | None = None, stress: bool = False) -> dict:
+def evaluate_run(
+    out, episodes: int | None = None, stress: bool = False, mpc: bool | None = None
+) -> dict:
     """Evaluate the newest intact checkpoint of the run in ``out``; writes ``eval.json``
     (with ``stress``, also on every out-of-distribution split of
-    :mod:`jaxgrid.train.stress`)."""
+    :mod:`jaxgrid.train.stress`). ``episodes`` and ``mpc`` override the run's
+    ``eval_episodes`` and ``eval_mpc``."""
     out = Path(out)
     config = read_config(out)
     if episodes is not None:
         config.eval_episodes = episodes
+    if mpc is not None:
+        config.eval_mpc = mpc
     run = Run(config)
     checkpoints = Checkpoints(out / "checkpoints")
     _, runners = checkpoints.restore_newest(run.fresh_runners())
@@ -512,7 +521,7 @@ def evaluate_runners(run: Run, runners: Any, stress: bool = False) -> dict:
         }
         report = score(
             policies,
-            evaluate_baselines(env, params, key, episodes),
+            evaluate_baselines(env, params, key, episodes, controllers=config.eval_mpc),
             oracle(env, params, key, episodes),
         )
         seed_scores = list(report["scores"].values())
@@ -572,7 +581,9 @@ def _stress_results(run: Run, members: Any, params: Any, key, episodes: int) -> 
             summarise(totals(jax.tree_util.tree_map(lambda x, k=k: x[k], members), split), env)
             for k in range(run.config.seeds)
         ]
-        baselines = evaluate_baselines(env, split, key, episodes, test_days=False)
+        baselines = evaluate_baselines(
+            env, split, key, episodes, test_days=False, controllers=run.config.eval_mpc
+        )
         out[name] = {"policy": _mean_results(seeds), "seeds": seeds, "baselines": baselines}
     return out
 

@@ -133,3 +133,11 @@ def test_baselines_evaluated_in_one_program_equal_each_evaluated_alone(monkeypat
         assert together[name] == evaluate(policy, env, params, KEY, episodes=5), name
     assert together["door1"]["return"] == pytest.approx(4.0)
     assert together["door2_as_float"]["return"] == pytest.approx(-36.0)
+
+
+def test_baselines_without_the_controllers_leave_out_only_mpc():
+    import jaxgrid
+
+    env, params = jaxgrid.make("arbitrage-v0")
+    results = evaluate_baselines(env, params, KEY, episodes=2, controllers=False)
+    assert set(results) == set(env.baselines(params)) - {"mpc"}

@@ -292,3 +292,11 @@ def test_the_table_of_one_seed_shows_no_mean_over_seeds():
     assert "score 0.500 (0 = idle, 1 = oracle)" in one
     two = format_table(_report(2))
     assert "| policy (mean over seeds) |" in two and "score 0.500 ± 0.100" in two
+
+
+def test_no_mpc_leaves_the_controllers_out_of_a_runs_evaluation():
+    from jaxgrid.cli import _run_config, build_parser
+
+    args = build_parser().parse_args(["train", "--env", "arbitrage-v0", "--no-mpc"])
+    assert _run_config(args).eval_mpc is False
+    assert _run_config(build_parser().parse_args(["train", "--env", "arbitrage-v0"])).eval_mpc
