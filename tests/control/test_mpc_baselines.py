@@ -1,6 +1,6 @@
 """The ``mpc`` baseline of each continuous environment against that environment's other
 baselines on held-out days, the claims of its card: MPC earns the highest return in
-``ders33-v0`` and ``evfleet33-v0``, 95 % of the MILP oracle in ``dcmg-v0``, within 3 % of
+``ders33-v0``, ``evfleet33-v0`` and ``voltage13-v0``, 95 % of the MILP oracle in ``dcmg-v0``, within 3 % of
 the AC-OPF's return in ``opf14-v0`` on fewer violating steps than the network-blind
 economic dispatch, and in ``dso33-v0`` (whose reward charges curtailment one for one)
 loses less in the network and leaves the band on fewer steps than no control.
@@ -30,6 +30,7 @@ MPC_ENVS = (
     "evfleet33-v0",
     "dcmg-v0",
     "opf14-v0",
+    "voltage13-v0",
 )
 
 
@@ -47,7 +48,7 @@ def _results(name):
 
 
 @pytest.mark.skipif(not FULL, reason="minutes of planning: JAXGRID_VALIDATE=full")
-@pytest.mark.parametrize("name", ["ders33-v0", "evfleet33-v0"])
+@pytest.mark.parametrize("name", ["ders33-v0", "evfleet33-v0", "voltage13-v0"])
 def test_mpc_earns_more_than_every_other_baseline(name):
     results = _results(name)
     others = {n: r["return"] for n, r in results.items() if n != "mpc"}

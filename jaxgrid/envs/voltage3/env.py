@@ -87,6 +87,13 @@ from jaxgrid.types import float_dtype
 # converge every situation that 200 plain sweeps converge (40 plain ones, this
 # environment's count before, missed 3); on voltage13-v0 all but 4 of 1472 (40 plain: 16).
 N_ITER = 15
+# the "mpc" baseline: a one-step horizon (a step's reward depends on its own action
+# only), 100 Adam iterations from a step of 0.2 decayed to 0.002 (so the plan settles at
+# |q| = 0 and the barrier's kinks), cost weight 0.03 (the thermal cost of IEEE 13's
+# overloaded lines, which no inverter removes, would otherwise buy reactive power):
+# from benchmarks/mpc_baselines.py on held-out days of voltage13-v0
+MPC_SETTINGS = {"horizon": 1, "iterations": 100, "learning_rate": 0.2, "cost_weight": 0.03,
+                "final_learning_rate": 0.002}  # fmt: skip
 
 
 class Voltage3Control(Environment):
@@ -268,11 +275,16 @@ class Voltage3Control(Environment):
         )
 
     def baselines(self, params: Voltage3Params) -> dict:
-        """Random actions, no control, and local volt-var droop on each inverter's phases."""
+        """Random actions, no control, local volt-var droop on each inverter's phases, and
+        ``mpc``: each step's reactive power optimised on this environment's own model
+        (:mod:`jaxgrid.control.mpc`, a controller that reads the state)."""
+        from jaxgrid.control.mpc import MPCConfig, mpc_controller  # control sits above envs
+
         return {
             **super().baselines(params),
             "no_control": no_control,
             "droop": volt_var_droop3(params),
+            "mpc": mpc_controller(self, params, MPCConfig(**MPC_SETTINGS)),
         }
 
     def device_buses(self, params: Voltage3Params) -> dict:
