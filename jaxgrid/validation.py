@@ -367,6 +367,7 @@ declare(
     Ordered("soc_min", "soc_max", strict=True),
     Range("degradation_cost", ge=0, unit="currency/MWh"),
     Range("smoothing_mw", ge=0, unit="MW"),
+    Range("q_smoothing_mvar", ge=0, unit="Mvar"),
 )
 declare(
     EVParams,

@@ -66,6 +66,7 @@ EDITED = [
     ("ders33-v0", lambda p: p.replace(pv_q_smoothing_mvar=-0.01), r"params\.pv_q_smoothing_mvar = -0\.01: expected >= 0 Mvar"),
     ("voltage13-v0", lambda p: p.replace(pv_q_smoothing_kvar=-5.0), r"params\.pv_q_smoothing_kvar = -5: expected >= 0 kvar"),
     ("arbitrage-v0", lambda p: p.replace(battery=p.battery.replace(smoothing_mw=-0.1)), r"params\.battery\.smoothing_mw = -0\.1: expected >= 0 MW"),
+    ("arbitrage-v0", lambda p: p.replace(battery=p.battery.replace(q_smoothing_mvar=-0.1)), r"params\.battery\.q_smoothing_mvar = -0\.1: expected >= 0 Mvar"),
 ]  # fmt: skip
 
 

@@ -12,8 +12,12 @@ charge allows) is a smooth surrogate (:func:`jaxgrid.smooth.soft_clip`, and
 :func:`jaxgrid.smooth.soft_min` between the rating and the energy limit), rounded over
 that many MW: the enacted power then moves with a request beyond the limits (its
 derivative decays over a few widths instead of dropping to 0) and stays strictly within
-them, at most ``0.69 smoothing_mw`` short of a limit it is asked to reach. The default,
-0, is the exact model.
+them, at most ``0.69 smoothing_mw`` short of a limit it is asked to reach. Likewise
+``q_smoothing_mvar > 0`` rounds the reactive-power clip: the headroom ``sqrt(s_max^2 -
+p^2)``, whose derivative is infinite at ``p = s_max``, becomes
+:func:`jaxgrid.smooth.soft_sqrt_positive` (as an inverter's, :mod:`jaxgrid.devices.renewable`)
+and the clip to it :func:`jaxgrid.smooth.soft_clip`. The defaults, 0, are the exact
+model, bit for bit.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from typing import NamedTuple
 import jax.numpy as jnp
 from flax import struct
 
-from jaxgrid.smooth import soft_clip, soft_min
+from jaxgrid.smooth import soft_clip, soft_min, soft_sqrt_positive
 from jaxgrid.types import Array
 
 
@@ -40,6 +44,8 @@ class BatteryParams:
         degradation_cost: cost per MWh of throughput (charged plus discharged), currency/MWh.
         smoothing_mw: ``()`` or ``(n,)`` width of the smooth surrogate of the power
             limits, MW; 0 (the default): the exact clip (module docstring).
+        q_smoothing_mvar: ``()`` or ``(n,)`` width of the smooth surrogate of the
+            reactive-power headroom and its clip, Mvar; 0 (the default): exact.
     """
 
     capacity_mwh: Array
@@ -51,6 +57,7 @@ class BatteryParams:
     soc_max: Array
     degradation_cost: Array
     smoothing_mw: Array = 0.0
+    q_smoothing_mvar: Array = 0.0
 
 
 class BatteryStep(NamedTuple):
@@ -80,8 +87,8 @@ def battery_step(
     """Enact a request of ``p_mw``, ``q_mvar`` for ``dt_h`` hours (see the module docstring)."""
     p_min, p_max = power_limits(soc, dt_h, params)
     p = soft_clip(p_mw, p_min, p_max, params.smoothing_mw)
-    q_room = jnp.sqrt(jnp.maximum(params.s_max_mva**2 - p**2, 0.0))
-    q = jnp.clip(q_mvar, -q_room, q_room)
+    q_room = soft_sqrt_positive(params.s_max_mva**2 - p**2, params.q_smoothing_mvar)
+    q = soft_clip(q_mvar, -q_room, q_room, params.q_smoothing_mvar)
     energy = jnp.where(p >= 0, p * params.eta_charge, p / params.eta_discharge) * dt_h
     new_soc = jnp.clip(soc + energy / params.capacity_mwh, params.soc_min, params.soc_max)
     return BatteryStep(

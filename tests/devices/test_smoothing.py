@@ -235,3 +235,31 @@ def test_inverter_smoothing_gives_a_derivative_beyond_the_rating(name, float64):
     h = 1e-6
     numeric = (np.asarray(q(share + h)) - np.asarray(q(share - h))) / (2 * h)
     np.testing.assert_allclose(analytic, numeric, rtol=1e-7)
+
+
+def test_battery_reactive_clip_gradient_on_the_clipped_side(float64):
+    """At 1 MW of charge a 1.25 MVA inverter has 0.75 Mvar of headroom; asked for 0.8 Mvar
+    the exact model enacts 0.75 whatever the request (derivative 0). With a width the
+    enacted q moves with the request (the derivative equals central differences) and
+    stays within the smoothed headroom; width 0 is the exact model bit for bit."""
+    soc, p = jnp.array([0.5]), jnp.array([1.0])
+
+    def params(width):
+        return device_battery(dtype=jnp.float64, q_smoothing_mvar=width)
+
+    def enacted(request, width):
+        return battery_step(soc, p, jnp.array([request]), 0.5, params(width)).q_mvar[0]
+
+    assert float(enacted(0.8, 0.0)) == pytest.approx(0.75, rel=1e-12)
+    assert float(jax.grad(enacted)(0.8, 0.0)) == 0.0
+    default = device_battery(dtype=jnp.float64)
+    for request in (-2.0, 0.3, 0.8):
+        a = battery_step(soc, p, jnp.array([request]), 0.5, default)
+        b = battery_step(soc, p, jnp.array([request]), 0.5, params(0.0))
+        for x, y in zip(a, b):
+            np.testing.assert_array_equal(x, y)
+    for width in (0.1, 0.05):
+        analytic = float(jax.grad(enacted)(0.8, width))
+        assert analytic > 0.1  # sigmoid(-0.05 / width) of the rounded clip's corner
+        assert analytic == pytest.approx(_central(lambda r, w=width: enacted(r, w), 0.8), rel=1e-7)
+        assert abs(float(enacted(0.8, width)) - 0.75) <= 2 * width * np.log(2.0)
