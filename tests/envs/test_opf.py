@@ -14,6 +14,7 @@ import pytest
 
 import jaxgrid
 from jaxgrid.envs.opf import day_oracle
+from jaxgrid.rollout import is_controller
 
 KEY = jax.random.PRNGKey(0)
 FULL = os.environ.get("JAXGRID_VALIDATE") == "full"
@@ -133,6 +134,7 @@ def test_baselines_pay_more_than_the_oracle(opf14):
     results = {
         name: evaluate(policy, env, one_day, KEY, episodes=1, test_days=False)
         for name, policy in env.baselines(one_day).items()
+        if not is_controller(policy)  # mpc: tests/control/test_mpc_baselines.py
     }
     # the AC-OPF of each step (float32) is the oracle's dispatch, violation-free
     np.testing.assert_allclose(results["acopf"]["return"], oracle, rtol=1e-4)
