@@ -91,6 +91,11 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
+from jaxgrid.grid.implicit import (
+    active_set_complementarity,
+    guarded_tangent_solve,
+    implicit_root,
+)
 from jaxgrid.grid.network import ISOLATED, PIECEWISE_LINEAR, POLYNOMIAL, REF, Network
 from jaxgrid.numerics import full_precision
 from jaxgrid.types import Array, float_dtype
@@ -187,6 +192,20 @@ class _Layout(NamedTuple):
     n_segments: int  # segments per piecewise-linear cost
 
 
+class _Solution(NamedTuple):
+    """The interior point's primal-dual point and its report."""
+
+    x: Array  # (n_x,) [va, vm, pg, qg, y]
+    lam: Array  # (n_eq,) multipliers of the balance equations
+    mu: Array  # (n_ineq,) multipliers of the general inequalities
+    mu_lo: Array  # (n_x,) multipliers of the lower bounds
+    mu_hi: Array  # (n_x,) multipliers of the upper bounds
+    optimality: Array  # () MIPS's gradient condition
+    complementarity: Array  # () MIPS's complementarity condition
+    converged: Array  # () bool
+    iterations: Array  # () int32
+
+
 class _State(NamedTuple):
     """One iterate of the interior point method and what was evaluated at it."""
 
@@ -260,10 +279,7 @@ def acopf(
         network, layout, jnp.asarray(p_mw, dtype), jnp.asarray(q_mvar, dtype), cost_scale
     )
 
-    state = _start(problem)
-    cond = lambda s: ~s.converged & ~s.failed & (s.iteration < int(iterations))  # noqa: E731
-    state = jax.lax.while_loop(cond, lambda s: _step(problem, s, tol), state)
-    return _result(problem, state)
+    return _result(problem, _at_solution(problem, int(iterations), tol))
 
 
 # --- the problem --------------------------------------------------------------------------
@@ -540,6 +556,51 @@ def _pad_points(values: Array, n: int) -> Array:
 # --- the interior point method ------------------------------------------------------------
 
 
+def _at_solution(problem: _Problem, iterations: int, tol: tuple) -> _Solution:
+    """:func:`_interior_point`, its solution bit for bit, differentiated at that solution
+    by the implicit function theorem on the KKT conditions, not through its iterations
+    (see the module docstring, "Derivatives").
+
+    The unknowns are the primal-dual point ``(x, lam, mu, mu_lo, mu_hi)`` (the slacks of
+    the inequalities are ``-h(x)``, ``x - lower`` and ``upper - x``); the equations are
+    the gradient of the Lagrangian for the free variables (``x = lower`` for the fixed
+    ones), the power balance at the buses that are not isolated (``lam = 0`` at those),
+    and :func:`~jaxgrid.grid.implicit.active_set_complementarity` for every inequality
+    and bound, so that the tangent system is that of the active set. The problem's data
+    (loads, costs, limits, admittances) are the closed-over arrays of ``problem``."""
+    grad_lagrangian = jax.grad(problem.lagrangian)
+
+    def residual(point):
+        x, lam, mu, mu_lo, mu_hi = point
+        stationarity = grad_lagrangian(x, lam, mu) - mu_lo + mu_hi
+        return (
+            jnp.where(problem.fixed, x - problem.lower, stationarity),
+            jnp.where(problem.eq_on, problem.equalities(x), lam),
+            active_set_complementarity(mu, -problem.inequalities(x), problem.ineq_on),
+            active_set_complementarity(mu_lo, x - problem.lower, problem.lower_on),
+            active_set_complementarity(mu_hi, problem.upper - x, problem.upper_on),
+        )
+
+    def iterate(_):
+        s = _interior_point(problem, iterations, tol)
+        report = (s.conditions[1], s.conditions[2], s.converged, s.iteration)
+        return (s.x, s.lam, s.mu, s.mu_lo, s.mu_hi), report
+
+    dt = problem.dtype
+    n_x, n_eq, n_ineq = problem.n_x, 2 * problem.n_bus, problem.ineq_on.shape[0]
+    initial = tuple(jnp.zeros(n, dt) for n in (n_x, n_eq, n_ineq, n_x, n_x))
+    point, report = implicit_root(
+        residual, initial, iterate, has_aux=True, tangent_solve=guarded_tangent_solve
+    )
+    return _Solution(*point, *report)
+
+
+def _interior_point(problem: _Problem, iterations: int, tol: tuple) -> _State:
+    """MIPS from :func:`_start`, :func:`_step` until converged, failed or ``iterations``."""
+    cond = lambda s: ~s.converged & ~s.failed & (s.iteration < iterations)  # noqa: E731
+    return jax.lax.while_loop(cond, lambda s: _step(problem, s, tol), _start(problem))
+
+
 def _evaluate(problem: _Problem, x: Array):
     """``(f, df, g, h, jac_g, jac_h)`` at ``x``."""
     f, df = jax.value_and_grad(problem.cost)(x)
@@ -718,7 +779,7 @@ def _step(problem: _Problem, s: _State, tol: tuple) -> _State:
 # --- the result ---------------------------------------------------------------------------
 
 
-def _result(problem: _Problem, s: _State) -> ACOPFResult:
+def _result(problem: _Problem, s: _Solution) -> ACOPFResult:
     network, base, scale = problem.network, problem.base, problem.cost_scale
     va, vm, pg, qg, _ = problem.split(s.x)
     dt = s.x.dtype
@@ -728,7 +789,9 @@ def _result(problem: _Problem, s: _State) -> ACOPFResult:
     bus_on, gen_on = problem.bus_on, problem.gen_on
 
     def largest(values, on):
-        return jnp.max(jnp.where(on, values, 0.0), initial=0.0)
+        """The largest of ``values`` where ``on`` (at least 0); a diagnostic of the
+        solution, not differentiated."""
+        return jax.lax.stop_gradient(jnp.max(jnp.where(on, values, 0.0), initial=0.0))
 
     p_mismatch = largest(jnp.abs(p_inj + problem.p_load - p_gen), bus_on) * base
     q_mismatch = largest(jnp.abs(q_inj + problem.q_load - q_gen), bus_on) * base
@@ -757,7 +820,7 @@ def _result(problem: _Problem, s: _State) -> ACOPFResult:
         jnp.where(problem.angle_lo_on, problem.angle_min - delta, 0.0),
         jnp.where(problem.angle_hi_on, delta - problem.angle_max, 0.0),
     )
-    angle = jnp.rad2deg(jnp.max(angle, initial=0.0))
+    angle = jnp.rad2deg(largest(angle, True))
 
     # multipliers in currency: the cost was scaled and powers are in pu
     n = problem.n_bus
@@ -791,8 +854,8 @@ def _result(problem: _Problem, s: _State) -> ACOPFResult:
         pg_violation_mw=pg_violation,
         qg_violation_mvar=qg_violation,
         angle_violation_deg=angle,
-        optimality=s.conditions[1],
-        complementarity=s.conditions[2],
+        optimality=s.optimality,
+        complementarity=s.complementarity,
         converged=s.converged,
-        iterations=s.iteration,
+        iterations=s.iterations,
     )
