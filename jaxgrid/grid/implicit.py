@@ -73,8 +73,8 @@ def implicit_root(
     the unknowns whose closed-over values are the parameters) by the implicit function
     theorem. With ``has_aux``, ``iterate`` returns ``(solution, aux)`` and so does this;
     ``aux`` is not differentiated, and its bool and integer leaves (flags, iteration
-    counts) come back in their own dtype (``custom_root`` itself takes float aux only:
-    they pass through it as floats, exact for counts below 2^24).
+    counts) come back in their own dtype (``custom_root`` itself takes float or complex
+    aux only: they pass through it as floats, exact for counts below 2^24).
     ``tangent_solve`` solves the linearised equations (default :func:`dense_tangent_solve`;
     :func:`guarded_tangent_solve` returns 0 where they are singular)."""
     if not has_aux:
@@ -93,7 +93,7 @@ def implicit_root(
 
 
 def _as_float(value: Array) -> Array:
-    """``value``, a bool or integer as a float (custom_root's aux must be float)."""
+    """``value``, a bool or integer as a float (custom_root's aux must be inexact)."""
     if jnp.issubdtype(jnp.result_type(value), jnp.inexact):
         return value
     return jnp.asarray(value, jnp.result_type(float))
