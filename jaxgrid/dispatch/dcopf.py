@@ -117,7 +117,11 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from jaxgrid.grid.implicit import guarded_tangent_solve, implicit_root
+from jaxgrid.grid.implicit import (
+    active_set_complementarity,
+    guarded_tangent_solve,
+    implicit_root,
+)
 from jaxgrid.grid.network import POLYNOMIAL, Network
 from jaxgrid.grid.sensitivity import ptdf as ptdf_matrix
 from jaxgrid.grid.sensitivity import shift_flow_mw
@@ -581,24 +585,16 @@ def _at_solution(p: _Problem, iterations: int) -> _Solution:
         return (
             jnp.where(act, stationarity, x),
             p.demand - a @ x,
-            jnp.where(p.lo_on, jnp.minimum(y_lo, gx - lo), y_lo),
-            jnp.where(p.hi_on, jnp.minimum(y_hi, hi - gx), y_hi),
-            jnp.where(act, jnp.minimum(v_lo, x), v_lo),
-            jnp.where(act, jnp.minimum(v_hi, upper - x), v_hi),
+            active_set_complementarity(y_lo, gx - lo, p.lo_on),
+            active_set_complementarity(y_hi, hi - gx, p.hi_on),
+            active_set_complementarity(v_lo, x, act),
+            active_set_complementarity(v_hi, upper - x, act),
         )
 
     def iterate(_):
         sol = _interior_point(p, iterations)
         z = (sol.x, sol.lam, sol.y_lo, sol.y_hi, sol.v_lo, sol.v_hi)
-        # custom_root's aux must be float: the flag as 0/1
-        aux = (
-            sol.converged.astype(p.c.dtype),
-            sol.iterations.astype(p.c.dtype),
-            sol.primal_residual,
-            sol.dual_residual,
-            sol.gap,
-        )
-        return z, aux
+        return z, (sol.converged, sol.iterations, sol.primal_residual, sol.dual_residual, sol.gap)
 
     dtype = p.c.dtype
     initial = (
@@ -620,8 +616,8 @@ def _at_solution(p: _Problem, iterations: int) -> _Solution:
         y_hi=y_hi,
         v_lo=v_lo,
         v_hi=v_hi,
-        converged=converged > 0.5,
-        iterations=count.astype(jnp.int32),
+        converged=converged,
+        iterations=count,
         primal_residual=primal,
         dual_residual=dual,
         gap=gap,

@@ -644,7 +644,6 @@ def _at_solution(case: _Case, iterations_of, sbus, va, vm, pv, pq, first: bool):
     implicit function theorem (:mod:`jaxgrid.grid.implicit`), not from the iterations.
     """
     pvpq = pv | pq
-    dtype = va.dtype
 
     def residual(unknowns):
         va_x, vm_x = unknowns
@@ -656,14 +655,12 @@ def _at_solution(case: _Case, iterations_of, sbus, va, vm, pv, pq, first: bool):
 
     def iterate(unknowns):
         va_x, vm_x, mis, converged, count = iterations_of(sbus, *unknowns, pv, pq, first)
-        # custom_root's aux must be float: the mismatch in parts, the flags as 0/1
-        aux = (jnp.real(mis), jnp.imag(mis), converged.astype(dtype), count.astype(dtype))
-        return (va_x, vm_x), aux
+        return (va_x, vm_x), (mis, converged, count)
 
-    (va, vm), (mis_p, mis_q, converged, count) = implicit_root(
+    (va, vm), (mis, converged, count) = implicit_root(
         residual, jax.lax.stop_gradient((va, vm)), iterate, has_aux=True
     )
-    return va, vm, jax.lax.complex(mis_p, mis_q), converged > 0.5, count.astype(jnp.int32)
+    return va, vm, mis, converged, count
 
 
 def _jacobian(y_bus, v, u, i_bus, rows):

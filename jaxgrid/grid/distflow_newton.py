@@ -214,7 +214,7 @@ def distflow_newton(
         """The Newton iterations as they are: ``(unknowns, stable)``."""
         init = (*unknowns, jnp.ones((), bool))
         (*unknowns, stable), _ = jax.lax.scan(newton, init, None, length=int(iterations))
-        return tuple(unknowns), stable.astype(dtype)  # custom_root's aux must be float
+        return tuple(unknowns), stable
 
     def root(unknowns):
         """The equations, with the identity on padding slots (which stay put)."""
@@ -224,7 +224,6 @@ def distflow_newton(
     (P, Q, ell, v_to), stable = implicit_root(
         root, jax.lax.stop_gradient((P, Q, ell, v_start)), iterate, has_aux=True
     )
-    stable = stable > 0.5
 
     f_p, f_q, f_v, f_l, _ = residuals(P, Q, ell, v_to)
     per_unit = jnp.stack([f_p / base, f_q / base, f_v, f_l / base**2])

@@ -51,6 +51,16 @@ def guarded_tangent_solve(linear: Callable, rhs: PyTree) -> PyTree:
     return unravel(jnp.where(regular, solution, 0.0))
 
 
+def active_set_complementarity(dual: Array, slack: Array, on: Array) -> Array:
+    """The complementarity equation of an inequality ``slack >= 0`` with multiplier
+    ``dual >= 0`` in a KKT system written for :func:`implicit_root`: ``min(dual, slack)``
+    where the inequality is switched on (``on``), ``dual`` where it is not (its dual
+    stays 0). Written with ``min`` rather than the product ``dual * slack``, the tangent
+    system is that of the active set: a constraint whose slack the solver left below its
+    dual keeps its slack at 0 (it stays binding), any other keeps its dual at 0."""
+    return jnp.where(on, jnp.minimum(dual, slack), dual)
+
+
 def implicit_root(
     residual: Callable,
     initial: PyTree,
@@ -61,12 +71,41 @@ def implicit_root(
     """``iterate(initial)`` (the solver's own iterations, run as they are, so the solution
     is bit for bit the solver's), differentiated as the root of ``residual`` (a function of
     the unknowns whose closed-over values are the parameters) by the implicit function
-    theorem. With ``has_aux``, ``iterate`` returns ``(solution, aux)`` and so does this.
+    theorem. With ``has_aux``, ``iterate`` returns ``(solution, aux)`` and so does this;
+    ``aux`` is not differentiated, and its bool and integer leaves (flags, iteration
+    counts) come back in their own dtype (``custom_root`` itself takes float or complex
+    aux only: they pass through it as floats, exact for counts below 2^24).
     ``tangent_solve`` solves the linearised equations (default :func:`dense_tangent_solve`;
     :func:`guarded_tangent_solve` returns 0 where they are singular)."""
-    return jax.lax.custom_root(
-        residual, initial, lambda _, z: iterate(z), tangent_solve, has_aux=has_aux
+    if not has_aux:
+        return jax.lax.custom_root(residual, initial, lambda _, z: iterate(z), tangent_solve)
+    aux_dtypes = []  # recorded when custom_root traces iterate_float_aux
+
+    def iterate_float_aux(_, z):
+        solution, aux = iterate(z)
+        aux_dtypes.append(jax.tree_util.tree_map(jnp.result_type, aux))
+        return solution, jax.tree_util.tree_map(_as_float, aux)
+
+    solution, aux = jax.lax.custom_root(
+        residual, initial, iterate_float_aux, tangent_solve, has_aux=True
     )
+    return solution, jax.tree_util.tree_map(_from_float, aux, aux_dtypes[-1])
+
+
+def _as_float(value: Array) -> Array:
+    """``value``, a bool or integer as a float (custom_root's aux must be inexact)."""
+    if jnp.issubdtype(jnp.result_type(value), jnp.inexact):
+        return value
+    return jnp.asarray(value, jnp.result_type(float))
+
+
+def _from_float(value: Array, dtype) -> Array:
+    """``value`` back in ``dtype`` after :func:`_as_float`."""
+    if jnp.issubdtype(dtype, jnp.inexact):
+        return value
+    if jnp.issubdtype(dtype, jnp.bool_):
+        return value > 0.5
+    return jnp.round(value).astype(dtype)
 
 
 def implicit_complex_fixed_point(
