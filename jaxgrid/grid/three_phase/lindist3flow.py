@@ -288,9 +288,12 @@ def lindist3flow(
     v = inject(v, x, q_gen_kvar, n_lp, n)
     v = inject(v, r, p_gen_ll_kw, n_lp + n, 3 * n_bus)
     v = inject(v, x, q_gen_ll_kvar, n_lp + n, 3 * n_bus)
-    vm = jnp.sqrt(jnp.maximum(v, 0.0))
-    vll = jnp.where(model.pair_present, vm[n:].reshape(n_bus, 3), 0.0)
-    return LinDist3FlowResult(vm_pu=vm[:n], vll_pu=vll)
+    vm = jnp.sqrt(jnp.maximum(v[:n], 0.0))
+    # an absent phase pair's row is not a voltage: keep it out of the square root, whose
+    # derivative at 0 (inf) times the mask's 0 would make every gradient NaN
+    pair_v2 = jnp.where(model.pair_present, v[n:].reshape(n_bus, 3), 1.0)
+    vll = jnp.where(model.pair_present, jnp.sqrt(jnp.maximum(pair_v2, 0.0)), 0.0)
+    return LinDist3FlowResult(vm_pu=vm, vll_pu=vll)
 
 
 def constant_power_loads(feeder: Feeder3) -> Feeder3:
