@@ -316,11 +316,14 @@ def dcopf(
     )
 
     var_to_bus = var_sign[:, None] * (var_bus[:, None] == jnp.arange(n_bus)).astype(dtype)
+    # nodes of the Newton system: the buses with variables, then the reserve shortfall
+    node_bus, var_node = _nodes(network, n_seg, shed_buses, spill_buses)
 
     # network: PTDF rows of the monitored branches, limits on their flows
     h_full = ptdf_matrix(network).astype(dtype)
     shift = shift_flow_mw(network, h_full).astype(dtype)
     h_lines = h_full[monitored]
+    n_lines = len(monitored)
     fixed_injection = lower @ _gen_at_bus(network, dtype) - pd - network.gs_mw
     flow_fixed = h_lines @ fixed_injection + shift[monitored]
     line_rate = rate[monitored]
@@ -341,6 +344,10 @@ def dcopf(
         var_sign=var_sign,
         demand=-jnp.sum(fixed_injection) / base,
         g=jnp.concatenate([h_lines @ var_to_bus.T, reserve_row[None]]),
+        var_node=var_node,
+        node_sign=var_sign.at[-1].set(1.0),
+        node_rows=jnp.concatenate([h_lines[:, node_bus], jnp.zeros((n_lines, 1), dtype)], axis=1),
+        node_balance=jnp.concatenate([jnp.ones(len(node_bus), dtype), jnp.zeros(1, dtype)]),
         lo=jnp.concatenate([(-safe_rate - flow_fixed) / base, jnp.full(1, -jnp.inf, dtype)]),
         hi=jnp.concatenate([(safe_rate - flow_fixed) / base, (headroom / base)[None]]),
         lo_on=jnp.concatenate([line_on, jnp.zeros(1, bool)]),
@@ -365,7 +372,6 @@ def dcopf(
         + params.spill_price * jnp.sum(spill)
         + params.reserve_shortfall_price * shortfall
     )
-    n_lines = len(monitored)
     mu = (sol.y_lo - sol.y_hi) * cost_scale  # per MW of flow
     energy = sol.lam * cost_scale
     congestion = h_lines.T @ mu[:n_lines]
@@ -433,6 +439,32 @@ def _default_monitored(network: Network, rate_mva) -> np.ndarray:
         return np.asarray(monitored_branches(network, rate_mva), np.int64)
     except (jax.errors.TracerArrayConversionError, jax.errors.ConcretizationTypeError):
         return np.arange(network.n_branch)
+
+
+def _nodes(network: Network, n_seg: int, shed_buses, spill_buses) -> tuple[np.ndarray, Array]:
+    """``(node_bus, var_node)``: the static buses that carry a variable (every bus when
+    the generators' buses are traced) and, for each variable (output blocks, shed,
+    spill, reserve shortfall), its node: the index of its bus in ``node_bus``, the
+    shortfall its own node ``len(node_bus)``."""
+    try:
+        gen_bus = np.asarray(network.gen_bus)
+    except (jax.errors.TracerArrayConversionError, jax.errors.ConcretizationTypeError):
+        gen_bus = None
+    if gen_bus is None:
+        node_bus = np.arange(network.n_bus)
+        block_node = jnp.repeat(network.gen_bus, n_seg)
+    else:
+        node_bus = np.unique(np.concatenate([gen_bus, shed_buses, spill_buses]))
+        block_node = jnp.asarray(np.searchsorted(node_bus, np.repeat(gen_bus, n_seg)))
+    var_node = jnp.concatenate(
+        [
+            block_node,
+            jnp.asarray(np.searchsorted(node_bus, shed_buses), block_node.dtype),
+            jnp.asarray(np.searchsorted(node_bus, spill_buses), block_node.dtype),
+            jnp.full(1, len(node_bus), block_node.dtype),
+        ]
+    )
+    return node_bus, var_node
 
 
 def _gen_at_bus(network: Network, dtype) -> Array:
@@ -515,6 +547,10 @@ class _Problem:
     var_sign: Array
     demand: Array
     g: Array
+    var_node: Array
+    node_sign: Array
+    node_rows: Array
+    node_balance: Array
     lo: Array
     hi: Array
     lo_on: Array
@@ -539,6 +575,21 @@ class _State:
     y_hi: Array
     v_lo: Array
     v_hi: Array
+
+
+@struct.dataclass
+class _Newton:
+    """One iteration's factored Newton system on the nodes (see :func:`_interior_point`)."""
+
+    d_inv: Array
+    f_inv: Array
+    w: Array
+    spread: Array
+    theta_w: Array
+    chol: Array
+    balance: Array
+    y_balance: Array
+    pivot: Array
 
 
 @struct.dataclass
@@ -675,9 +726,85 @@ def _interior_point(p: _Problem, iterations: int) -> _Solution:
         )
         return ok, primal, dual, pairs
 
-    def newton(st: _State, theta_x, theta_g, chol, k_a, a_k_a, rhs):
-        """Solve the Newton system for right-hand sides ``rhs`` (see the derivation in
-        the module docstring of the reduced system)."""
+    n_node = p.node_rows.shape[-1]
+    reserve_row = p.g[-1]
+    # the reserve row seen from a node: 1 for output blocks, 0 for shed and spill, -1 for
+    # the shortfall (alone at its node)
+    kappa = p.node_sign * reserve_row
+    index = jnp.arange(len(p.c))
+
+    def node_sum(v):
+        return jax.ops.segment_sum(v, p.var_node, num_segments=n_node)
+
+    def factor(theta_x, theta_g, reg) -> _Newton:
+        """The Newton system reduced to the nodes (see the module docstring, "Solver"):
+        ``M = F^-1 + N' Theta_lines N`` by Cholesky (nodes without an active variable
+        replaced by the identity), and its solves for the balance and reserve rows."""
+        d_inv = jnp.where(act, 1.0 / jnp.where(act, p.q + theta_x, 1.0), 0.0)
+        f = node_sum(d_inv)
+        empty = f <= 0.0
+        f_inv = jnp.where(empty, 1.0, 1.0 / jnp.where(empty, 1.0, f))
+        # the node's reserve coefficient w (a 1/D-weighted mean of kappa) and each
+        # variable's kappa - w, without cancellation: a node holds blocks (kappa 1) and
+        # shed or spill (kappa 0), or the shortfall alone
+        w = node_sum(kappa * d_inv) * f_inv
+        share_0 = node_sum(jnp.where(kappa == 0, d_inv, 0.0)) * f_inv
+        spread = jnp.where(kappa == 0, -w[p.var_node], kappa * share_0[p.var_node])
+        variance = jnp.sum(d_inv * spread**2)
+        # the reserve row's Newton equation eliminated into the nodes' matrix: a rank-1
+        # term of weight theta_r / (1 + theta_r variance)
+        theta_r = theta_g[-1]
+        theta_w = theta_r / (1.0 + theta_r * variance)
+        m = (
+            (p.node_rows.T * theta_g[:-1]) @ p.node_rows
+            + theta_w * w[:, None] * w[None, :]
+            + jnp.diag(f_inv)
+        )
+        m = jnp.where(empty[:, None] | empty[None, :], jnp.eye(n_node, dtype=dtype), m)
+        # a degenerate LP leaves M singular along the optimal face (shed load that may
+        # sit at any of several buses): after a failed factorisation a proximal term
+        # (relative size ``reg``) keeps it defined; the residuals stay exact, so the
+        # solution does too
+        regular = reg * jnp.max(jnp.diagonal(m))
+        chol = jnp.linalg.cholesky(m + regular * jnp.eye(n_node, dtype=dtype))
+        balance = jnp.where(empty, 0.0, p.node_balance)
+        y_balance = jax.scipy.linalg.cho_solve((chol, True), balance)
+        # the variable with the smallest D (largest 1/D) at each node takes the node's
+        # net change, the others their own rows
+        top = jax.ops.segment_max(d_inv, p.var_node, num_segments=n_node)
+        first = jax.ops.segment_min(
+            jnp.where(d_inv == top[p.var_node], index, len(index)), p.var_node, n_node
+        )
+        return _Newton(
+            d_inv=d_inv,
+            f_inv=f_inv,
+            w=w,
+            spread=spread,
+            theta_w=theta_w,
+            chol=chol,
+            balance=balance,
+            y_balance=y_balance,
+            pivot=first[p.var_node] == index,
+        )
+
+    def solve(k: _Newton, rhs_x, r_p):
+        """``(dx, d_lam)`` with ``K dx = rhs_x + sign d_lam`` and ``sign' dx = r_p``, ``K
+        = Q + Theta_x + G' Theta_g G``, from the factored node system."""
+        rhs = jnp.where(act, rhs_x, 0.0)
+        b_y = k.f_inv * node_sum(p.node_sign * k.d_inv * rhs)
+        b_u = jnp.sum(k.d_inv * p.node_sign * k.spread * rhs)
+        y0 = jax.scipy.linalg.cho_solve((k.chol, True), b_y - k.theta_w * k.w * b_u)
+        d_lam = (r_p - k.balance @ y0) / (k.balance @ k.y_balance)
+        y = y0 + k.y_balance * d_lam
+        u = k.theta_w * (b_u + k.w @ y)  # the reserve row's Theta_r times its change
+        price = b_y - k.w * u - k.f_inv * y  # N' Theta N y - balance d_lam at each node
+        own = k.d_inv * (rhs - reserve_row * u - p.node_sign * price[p.var_node])
+        own = jnp.where(k.pivot, 0.0, own)
+        rest = p.node_sign * (y - node_sum(p.node_sign * own))[p.var_node]
+        return jnp.where(act, jnp.where(k.pivot, rest, own), 0.0), d_lam
+
+    def newton(st: _State, k: _Newton, rhs):
+        """Solve the Newton system for right-hand sides ``rhs``."""
         r_d, r_p, r_lo, r_hi, c_lo, c_hi, c_vlo, c_vhi = rhs
         s_lo = jnp.where(p.lo_on, st.s_lo, 1.0)
         s_hi = jnp.where(p.hi_on, st.s_hi, 1.0)
@@ -686,10 +813,8 @@ def _interior_point(p: _Problem, iterations: int) -> _Solution:
         )
         xl = jnp.where(act, st.x, 1.0)
         xu = jnp.where(act, upper - st.x, 1.0)
-        rhs_x = jnp.where(act, -r_d + p.rows_t(g_r) + c_vlo / xl - c_vhi / xu, 0.0)
-        k_rhs = solve_k(rhs_x, theta_x, theta_g, chol)
-        d_lam = (r_p - a @ k_rhs) / a_k_a
-        dx = k_rhs + k_a * d_lam
+        rhs_x = -r_d + p.rows_t(g_r) + c_vlo / xl - c_vhi / xu
+        dx, d_lam = solve(k, rhs_x, r_p)
         gdx = p.rows(dx)
         ds_lo = jnp.where(p.lo_on, gdx - r_lo, 0.0)
         ds_hi = jnp.where(p.hi_on, r_hi - gdx, 0.0)
@@ -698,22 +823,6 @@ def _interior_point(p: _Problem, iterations: int) -> _Solution:
         dv_lo = jnp.where(act, (c_vlo - st.v_lo * dx) / xl, 0.0)
         dv_hi = jnp.where(act, (c_vhi + st.v_hi * dx) / xu, 0.0)
         return _State(dx, d_lam, ds_lo, ds_hi, dy_lo, dy_hi, dv_lo, dv_hi)
-
-    def factor(theta_x, theta_g, reg):
-        """Cholesky factor of ``K = Q + Theta_x + G' Theta_g G`` (variables switched off
-        replaced by the identity)."""
-        k = (p.g.T * theta_g) @ p.g + jnp.diag(p.q + theta_x)
-        on2 = act[:, None] & act[None, :]
-        k = jnp.where(on2, k, jnp.eye(len(theta_x), dtype=dtype))
-        # a degenerate LP leaves K singular along the optimal face (shed load that may
-        # sit at any of several buses): after a failed factorisation a proximal term
-        # (relative size ``reg``) keeps it defined; the residuals stay exact, so the
-        # solution does too
-        regular = reg * jnp.max(jnp.diagonal(k))
-        return jnp.linalg.cholesky(k + regular * jnp.eye(len(theta_x), dtype=dtype))
-
-    def solve_k(v, theta_x, theta_g, chol):
-        return jnp.where(act, jax.scipy.linalg.cho_solve((chol, True), jnp.where(act, v, 0.0)), 0.0)
 
     def step_to_boundary(value, delta, mask):
         ratio = jnp.where(mask & (delta < 0), -value / jnp.where(delta < 0, delta, -1.0), jnp.inf)
@@ -740,8 +849,8 @@ def _interior_point(p: _Problem, iterations: int) -> _Solution:
         )
         return jnp.minimum(primal, dual)
 
-    def iterate(carry, _):
-        st, done, count, reg = carry
+    def iterate(carry):
+        st, done, count, reg, step = carry
         r_d, r_p, r_lo, r_hi = residuals(st)
         pairs, n_pairs = complementarity(st)
         mu = pairs / n_pairs
@@ -751,9 +860,7 @@ def _interior_point(p: _Problem, iterations: int) -> _Solution:
         theta_g = jnp.where(p.lo_on, st.y_lo / jnp.where(p.lo_on, st.s_lo, 1.0), 0.0) + jnp.where(
             p.hi_on, st.y_hi / jnp.where(p.hi_on, st.s_hi, 1.0), 0.0
         )
-        chol = factor(theta_x, theta_g, reg)
-        k_a = solve_k(a, theta_x, theta_g, chol)
-        a_k_a = a @ k_a
+        k = factor(theta_x, theta_g, reg)
         # predictor (affine scaling)
         base_rhs = (r_d, r_p, r_lo, r_hi)
         c_aff = (
@@ -762,7 +869,7 @@ def _interior_point(p: _Problem, iterations: int) -> _Solution:
             jnp.where(act, -st.x * st.v_lo, 0.0),
             jnp.where(act, -(upper - st.x) * st.v_hi, 0.0),
         )
-        d_aff = newton(st, theta_x, theta_g, chol, k_a, a_k_a, (*base_rhs, *c_aff))
+        d_aff = newton(st, k, (*base_rhs, *c_aff))
         alpha_aff = jnp.minimum(1.0, max_step(st, d_aff))
         trial = jax.tree_util.tree_map(lambda s, d: s + alpha_aff * d, st, d_aff)
         mu_aff = complementarity(trial)[0] / n_pairs
@@ -775,7 +882,7 @@ def _interior_point(p: _Problem, iterations: int) -> _Solution:
             jnp.where(act, target - st.x * st.v_lo - d_aff.x * d_aff.v_lo, 0.0),
             jnp.where(act, target - (upper - st.x) * st.v_hi + d_aff.x * d_aff.v_hi, 0.0),
         )
-        d = newton(st, theta_x, theta_g, chol, k_a, a_k_a, (*base_rhs, *c_cor))
+        d = newton(st, k, (*base_rhs, *c_cor))
         alpha = jnp.minimum(1.0, 0.99 * max_step(st, d))
         new = jax.tree_util.tree_map(lambda s, dd: s + alpha * dd, st, d)
         finite = jnp.all(
@@ -785,7 +892,7 @@ def _interior_point(p: _Problem, iterations: int) -> _Solution:
         new = jax.tree_util.tree_map(lambda old, nw: jnp.where(keep, old, nw), st, new)
         now_done = done | measures(new, strict)[0]
         reg = jnp.where(finite, reg, jnp.maximum(100.0 * reg, 10.0 * eps))
-        return (new, now_done, count + jnp.where(done, 0, 1), reg), None
+        return new, now_done, count + jnp.where(done, 0, 1), reg, step + 1
 
     # start: mid-box outputs, unit slacks and duals
     x0 = jnp.where(act, 0.5 * upper, 0.0)
@@ -802,8 +909,12 @@ def _interior_point(p: _Problem, iterations: int) -> _Solution:
         v_hi=jnp.where(act, 1.0, 0.0),
     )
     done0 = measures(start, strict)[0]
-    carry = (start, done0, jnp.zeros((), jnp.int32), jnp.zeros((), dtype))
-    (final, done, count, _), _ = jax.lax.scan(iterate, carry, None, length=iterations)
+    carry = (start, done0, jnp.zeros((), jnp.int32), jnp.zeros((), dtype), 0)
+    # a converged problem keeps its solution, so the loop ends once every problem has
+    # converged (under vmap, every problem of the batch) or after ``iterations``
+    final, done, count, _, _ = jax.lax.while_loop(
+        lambda c: (c[4] < iterations) & ~c[1], iterate, carry
+    )
     ok, primal, dual, pairs = measures(final, loose)
     return _Solution(
         x=jnp.where(act, final.x, 0.0),
