@@ -23,21 +23,38 @@ balance) and ``lmp_congestion_i = sum_l PTDF[l, i] (mu_lo_l - mu_hi_l)`` from th
 limits' duals.
 
 Solver. A primal-dual interior point method (Mehrotra predictor-corrector) on this PTDF
-formulation with a fixed number of iterations, so that every problem of a batch runs in
-lockstep under ``vmap`` (a problem that has converged keeps its solution through the
-remaining iterations; 15-26 iterations reached the tolerance on the bundled cases, the
-default budget is 40). Variables are blocks of output above ``pmin`` (one per unit and
-cost segment), shed and spill per bus and the reserve shortfall; each iteration factors
-the dense normal matrix ``Q + Theta_x + G' Theta_G G`` (variables x variables, ``G`` the
-monitored lines' PTDF rows and the reserve row) by Cholesky. Eliminating the variables
-instead (a system the size of the monitored lines, far cheaper) lost the accuracy of the
-Newton directions near degenerate solutions with load shed at partial buses (the dual
-residual stalled near 1e3 on case9 with six tightened lines; tried again with the
-row-space normal equations of LP interior point methods, a proximal term and two steps of
-iterative refinement: 25x faster on case118 and the cost right to 1e-12, but the dual
-residual still stalled at 2e2-1e4 on case9, since the dual steps of variables at a bound
-are recovered from their tiny primal steps), so the variables' system it is: its cost grows with the cube of ``n_gen + 2 n_bus``. Pass ``monitored`` (the
-branches whose limits can bind, e.g. :func:`monitored_branches`) to keep ``G`` small.
+formulation, every problem of a batch in lockstep under ``vmap``: a problem that has
+converged keeps its solution, and the iterations end once every problem of the batch has
+converged, or after ``iterations`` (15-26 reached the tolerance on the bundled cases in
+float64, 11-13 on case118 in float32; the default budget is 40). Variables are blocks of
+output above ``pmin`` (one per unit and cost segment), shed and spill per bus and the
+reserve shortfall. Each iteration's Newton system has the matrix ``K = D + G' Theta_G G``
+(variables x variables, ``D = Q + Theta_x`` diagonal, ``G`` the monitored lines' PTDF
+rows and the reserve row) and the power balance. It is solved on its nodes, the buses
+that carry a variable and the shortfall: every variable at a bus enters the lines' rows
+and the balance through the bus's net injection only, so for the nodes' net changes
+``y`` the system is ``(F^-1 + N' Theta_lines N + theta' w w') y = b`` (nodes x nodes,
+``N`` the monitored lines' PTDF columns of the nodes' buses; ``F`` the sum of ``1/D`` over
+a node's variables, a parallel combination, so ``F^-1`` stays bounded where one variable
+is inside its bounds with a tiny ``D``; ``w`` the node's ``1/D``-weighted mean of its
+variables' reserve coefficients and ``theta' = theta_r / (1 + theta_r v)``, ``v`` the
+``1/D``-weighted spread of those coefficients inside the nodes), factored by Cholesky.
+Each variable's step then follows from its own row, except that each node's net change
+goes to its variable with the smallest ``D`` (whose row would divide by that ``D``). The
+same Newton directions at a lower cost: on case118 109 nodes instead of 208 variables
+(``tso118-v0``; 154 with the tests' defaults), the same iteration counts and solutions to
+1e-7 on the tests' instances of case9 to case118 (float64), SPEEDUP. Two other ways lost accuracy. Eliminating the variables (the
+row-space normal equations of LP interior point methods, a system the size of the
+monitored lines: 25x faster on case118 and the cost right to 1e-12, even with a proximal
+term and two steps of iterative refinement) let the dual residual stall at 2e2-1e4 on
+case9 with six tightened lines and load shed at partial buses (degenerate LPs), since the
+dual steps of variables at a bound are recovered from their tiny primal steps. Keeping
+the reserve row out of the nodes' matrix (a 2 x 2 Schur complement of the balance and
+reserve rows after the node solve) stalled the dual residual at 20 currency/MWh on
+case118 with a reserve shortfall: the reserve row's weight ``theta_r`` reached 1e9-1e11
+and the complement's determinant cancels where the two rows are nearly parallel (only
+output blocks inside their bounds). Pass ``monitored`` (the branches whose limits can
+bind, e.g. :func:`monitored_branches`) to keep ``N`` small.
 
 Derivatives. ``jax.grad`` and ``jax.jvp`` of every output are taken at the solution, not
 through the iterations (the approach of OptNet, Amos & Kolter 2017, for a QP layer): the
@@ -242,7 +259,7 @@ def dcopf(
             branches are ignored. Default: the in-service branches with a finite rating
             when ratings and statuses are concrete (a network closed over by ``jit``),
             every branch when they are traced (slower: forming the solver's matrix costs
-            ``(n_gen + 2 n_bus)^2`` per monitored branch).
+            the square of the buses with variables per monitored branch).
         shed_at: static bus indices where load may be shed. Default: the buses with a
             positive load in ``pd_mw`` when it is concrete, else (``pd_mw`` traced, as
             under ``vmap``) in the network. Load a batch puts at a bus outside this set
@@ -250,7 +267,8 @@ def dcopf(
         spill_at: static bus indices where generation may be spilled. Default: the
             buses of committed units with ``pmin > 0`` and of negative loads (of
             ``pd_mw`` when concrete, else of the network). Each bus left out of these
-            sets removes a variable from a system factored every iteration.
+            sets removes a variable from every iteration, and a row of the system it
+            factors where no other variable is at that bus.
         iterations: static number of interior point iterations.
 
     Returns:
@@ -410,8 +428,9 @@ def _slack_buses(network: Network, pd_mw) -> tuple[np.ndarray, np.ndarray]:
     """``(shed_buses, spill_buses)``: the buses where load may be shed (positive load) and
     where generation may be spilled (a unit with ``pmin > 0`` or a negative load), from
     ``pd_mw`` where it is concrete, else from the network's loads; every bus when the
-    network is traced. Fewer variables make each interior point iteration cheaper (its
-    cost grows with the cube of their number)."""
+    network is traced. Fewer variables make each interior point iteration cheaper, most
+    where a bus is left without any (its factored matrix has a row per bus with
+    variables)."""
     try:
         data = np.asarray(network.pd_mw, float)
         pmin = np.asarray(network.pmin_mw, float)
@@ -538,7 +557,13 @@ def _check_convex(network: Network) -> None:
 class _Problem:
     """The scaled QP: ``min 1/2 q x^2 + c x`` over ``0 <= x <= upper`` (inactive variables
     fixed at 0), ``sign' x = demand``, ``lo <= g x <= hi`` on the rows switched on (the
-    monitored lines' flows, then the reserve row)."""
+    monitored lines' flows, then the reserve row).
+
+    The nodes of the Newton system: ``var_node`` ``(n_var,)`` the node of each variable,
+    ``node_sign`` ``(n_var,)`` its sign in the node's net change (``var_sign``, 1 for the
+    shortfall), ``node_rows`` ``(n_lines, n_node)`` the lines' PTDF columns of the nodes'
+    buses (0 for the shortfall's node, the last), ``node_balance`` ``(n_node,)`` 1 for a
+    bus, 0 for the shortfall: ``g[:-1] = node_rows[:, var_node] * node_sign``."""
 
     c: Array
     q: Array
