@@ -23,38 +23,49 @@ balance) and ``lmp_congestion_i = sum_l PTDF[l, i] (mu_lo_l - mu_hi_l)`` from th
 limits' duals.
 
 Solver. A primal-dual interior point method (Mehrotra predictor-corrector) on this PTDF
-formulation, every problem of a batch in lockstep under ``vmap``: a problem that has
-converged keeps its solution, and the iterations end once every problem of the batch has
-converged, or after ``iterations`` (15-26 reached the tolerance on the bundled cases in
-float64, 11-13 on case118 in float32; the default budget is 40). Variables are blocks of
-output above ``pmin`` (one per unit and cost segment), shed and spill per bus and the
-reserve shortfall. Each iteration's Newton system has the matrix ``K = D + G' Theta_G G``
-(variables x variables, ``D = Q + Theta_x`` diagonal, ``G`` the monitored lines' PTDF
-rows and the reserve row) and the power balance. It is solved on its nodes, the buses
-that carry a variable and the shortfall: every variable at a bus enters the lines' rows
-and the balance through the bus's net injection only, so for the nodes' net changes
-``y`` the system is ``(F^-1 + N' Theta_lines N + theta' w w') y = b`` (nodes x nodes,
-``N`` the monitored lines' PTDF columns of the nodes' buses; ``F`` the sum of ``1/D`` over
-a node's variables, a parallel combination, so ``F^-1`` stays bounded where one variable
-is inside its bounds with a tiny ``D``; ``w`` the node's ``1/D``-weighted mean of its
-variables' reserve coefficients and ``theta' = theta_r / (1 + theta_r v)``, ``v`` the
-``1/D``-weighted spread of those coefficients inside the nodes), factored by Cholesky.
-Each variable's step then follows from its own row, except that each node's net change
-goes to its variable with the smallest ``D`` (whose row would divide by that ``D``). The
-same Newton directions at a lower cost: on case118 109 nodes instead of 208 variables
-(``tso118-v0``; 154 with the tests' defaults), the same iteration counts and solutions to
-1e-7 on the tests' instances of case9 to case118 (float64), SPEEDUP. Two other ways lost accuracy. Eliminating the variables (the
-row-space normal equations of LP interior point methods, a system the size of the
-monitored lines: 25x faster on case118 and the cost right to 1e-12, even with a proximal
-term and two steps of iterative refinement) let the dual residual stall at 2e2-1e4 on
-case9 with six tightened lines and load shed at partial buses (degenerate LPs), since the
-dual steps of variables at a bound are recovered from their tiny primal steps. Keeping
-the reserve row out of the nodes' matrix (a 2 x 2 Schur complement of the balance and
-reserve rows after the node solve) stalled the dual residual at 20 currency/MWh on
-case118 with a reserve shortfall: the reserve row's weight ``theta_r`` reached 1e9-1e11
-and the complement's determinant cancels where the two rows are nearly parallel (only
-output blocks inside their bounds). Pass ``monitored`` (the branches whose limits can
-bind, e.g. :func:`monitored_branches`) to keep ``N`` small.
+formulation with a fixed number of iterations, so that every problem of a batch runs in
+lockstep under ``vmap`` (a problem that has converged keeps its solution through the
+remaining iterations; 15-26 iterations reached the tolerance on the bundled cases in
+float64, 11-13 on case118 in float32; the default budget is 40). Ending the iterations
+once every problem of the batch has converged (a ``while_loop``) doubled the solves per
+second on case118 in float32 at batch 64 (30 iterations allowed), but ``tso118-v0`` at
+64 environments then never returned (jaxlib 0.10's CPU runtime, every thread idle, twice
+in a row, where the fixed iterations ran), so the count stays fixed. Variables are
+blocks of output above ``pmin`` (one per unit and cost segment), shed and spill per bus
+and the reserve shortfall. Each iteration's Newton system has the matrix ``K = D + G'
+Theta_G G`` (variables x variables, ``D = Q + Theta_x`` diagonal, ``G`` the monitored
+lines' PTDF rows and the reserve row) and the power balance. It is solved on its nodes,
+the buses that carry a variable and the shortfall: every variable at a bus enters the
+lines' rows and the balance through the bus's net injection only, so for the nodes' net
+changes ``y`` the system is ``(F^-1 + N' Theta_lines N + theta' w w') y = b`` (nodes x
+nodes, ``N`` the monitored lines' PTDF columns of the nodes' buses; ``F`` the sum of
+``1/D`` over a node's variables, a parallel combination, so ``F^-1`` stays bounded where
+one variable is inside its bounds with a tiny ``D``; ``w`` the node's ``1/D``-weighted
+mean of its variables' reserve coefficients and ``theta' = theta_r / (1 + theta_r v)``,
+``v`` the ``1/D``-weighted spread of those coefficients inside the nodes), factored by
+Cholesky. Each variable's step then follows from its own row, except that each node's
+net change goes to its variable with the smallest ``D`` (whose row would divide by that
+``D``). The same Newton directions at a lower cost: on case118 109 nodes instead of 208
+variables (``tso118-v0``; 154 with the tests' defaults), the same iteration counts and
+solutions to 1e-7 on the tests' instances of case9 to case118 (float64). Measured in one
+process on a 2-core CPU shared with other jobs, old and new interleaved: ``tso118-v0``
+(float32, 30 iterations) ran 2.2x the env-steps/s at one environment (140-146 against
+54-78) and 3.6x at 64 (253 against 70); case118's float32 solves at batch 64 1.8x (138
+against 75 per second); in float64 the variables' system ran erratically there (5-80 s
+for a batch of 64, at best 12 solves/s), the nodes' steadily at 185 solves/s. Two other
+ways lost accuracy. Eliminating the variables (the row-space normal equations of LP
+interior point methods, a system the size of the monitored lines: 25x faster on case118
+and the cost right to 1e-12, even with a proximal term and two steps of iterative
+refinement) let the dual residual stall at 2e2-1e4 on case9 with six tightened lines and
+load shed at partial buses (degenerate LPs), since the dual steps of variables at a
+bound are recovered from their tiny primal steps. Keeping the reserve row out of the
+nodes' matrix (a 2 x 2 Schur complement of the balance and reserve rows after the node
+solve) stalled the dual residual at 20 currency/MWh on case118 with a reserve shortfall:
+once the reserve row's weight ``theta_r`` passed 1e9 the Newton equations' residuals
+reached 1e2-1e7 (the complement's determinant is a difference of products scaled by
+``theta_r``); as a rank-1 term of the nodes' matrix it is factored with the rest, as in
+the variables' matrix. Pass ``monitored`` (the branches whose limits can bind, e.g.
+:func:`monitored_branches`) to keep ``N`` small.
 
 Derivatives. ``jax.grad`` and ``jax.jvp`` of every output are taken at the solution, not
 through the iterations (the approach of OptNet, Amos & Kolter 2017, for a QP layer): the
@@ -874,8 +885,8 @@ def _interior_point(p: _Problem, iterations: int) -> _Solution:
         )
         return jnp.minimum(primal, dual)
 
-    def iterate(carry):
-        st, done, count, reg, step = carry
+    def iterate(carry, _):
+        st, done, count, reg = carry
         r_d, r_p, r_lo, r_hi = residuals(st)
         pairs, n_pairs = complementarity(st)
         mu = pairs / n_pairs
@@ -917,7 +928,7 @@ def _interior_point(p: _Problem, iterations: int) -> _Solution:
         new = jax.tree_util.tree_map(lambda old, nw: jnp.where(keep, old, nw), st, new)
         now_done = done | measures(new, strict)[0]
         reg = jnp.where(finite, reg, jnp.maximum(100.0 * reg, 10.0 * eps))
-        return new, now_done, count + jnp.where(done, 0, 1), reg, step + 1
+        return (new, now_done, count + jnp.where(done, 0, 1), reg), None
 
     # start: mid-box outputs, unit slacks and duals
     x0 = jnp.where(act, 0.5 * upper, 0.0)
@@ -934,12 +945,8 @@ def _interior_point(p: _Problem, iterations: int) -> _Solution:
         v_hi=jnp.where(act, 1.0, 0.0),
     )
     done0 = measures(start, strict)[0]
-    carry = (start, done0, jnp.zeros((), jnp.int32), jnp.zeros((), dtype), 0)
-    # a converged problem keeps its solution, so the loop ends once every problem has
-    # converged (under vmap, every problem of the batch) or after ``iterations``
-    final, done, count, _, _ = jax.lax.while_loop(
-        lambda c: (c[4] < iterations) & ~c[1], iterate, carry
-    )
+    carry = (start, done0, jnp.zeros((), jnp.int32), jnp.zeros((), dtype))
+    (final, done, count, _), _ = jax.lax.scan(iterate, carry, None, length=iterations)
     ok, primal, dual, pairs = measures(final, loose)
     return _Solution(
         x=jnp.where(act, final.x, 0.0),
