@@ -774,8 +774,9 @@ def _interior_point(p: _Problem, iterations: int) -> _Solution:
 
     def factor(theta_x, theta_g, reg) -> _Newton:
         """The Newton system reduced to the nodes (see the module docstring, "Solver"):
-        ``M = F^-1 + N' Theta_lines N`` by Cholesky (nodes without an active variable
-        replaced by the identity), and its solves for the balance and reserve rows."""
+        ``M = F^-1 + N' Theta_lines N + theta' w w'`` by Cholesky (nodes without an
+        active variable replaced by the identity), its solve for the balance row, and
+        each node's variable with the smallest ``D``."""
         d_inv = jnp.where(act, 1.0 / jnp.where(act, p.q + theta_x, 1.0), 0.0)
         f = node_sum(d_inv)
         empty = f <= 0.0
