@@ -111,6 +111,10 @@ iterations as before ("unrolled")::
     case118  implicit  7.1e-09     2.3e-05            115 ms      84 ms        8.8 s
     case118  unrolled  5.5e-07     2.2e-05            206 ms                   20.8 s
 
+Rerun with the Newton system on the nodes (``--cases case9 case118 --repeats 10``, the
+machine under other jobs): the same errors (case118 implicit 7.6e-9 and 2.3e-5, case9
+5.6e-11 and 3.2e-10); case118's value alone 24 ms, case9's 0.36 ms.
+
 The differences are of the solver's output, itself within its tolerance of the exact
 solution; on case118 the barrier leaves one unit 8.5e-6 MW above its minimum (its
 complementarity product 1.5e-10 where the others' are below 1e-11), and that remnant
