@@ -25,19 +25,47 @@ limits' duals.
 Solver. A primal-dual interior point method (Mehrotra predictor-corrector) on this PTDF
 formulation with a fixed number of iterations, so that every problem of a batch runs in
 lockstep under ``vmap`` (a problem that has converged keeps its solution through the
-remaining iterations; 15-26 iterations reached the tolerance on the bundled cases, the
-default budget is 40). Variables are blocks of output above ``pmin`` (one per unit and
-cost segment), shed and spill per bus and the reserve shortfall; each iteration factors
-the dense normal matrix ``Q + Theta_x + G' Theta_G G`` (variables x variables, ``G`` the
-monitored lines' PTDF rows and the reserve row) by Cholesky. Eliminating the variables
-instead (a system the size of the monitored lines, far cheaper) lost the accuracy of the
-Newton directions near degenerate solutions with load shed at partial buses (the dual
-residual stalled near 1e3 on case9 with six tightened lines; tried again with the
-row-space normal equations of LP interior point methods, a proximal term and two steps of
-iterative refinement: 25x faster on case118 and the cost right to 1e-12, but the dual
-residual still stalled at 2e2-1e4 on case9, since the dual steps of variables at a bound
-are recovered from their tiny primal steps), so the variables' system it is: its cost grows with the cube of ``n_gen + 2 n_bus``. Pass ``monitored`` (the
-branches whose limits can bind, e.g. :func:`monitored_branches`) to keep ``G`` small.
+remaining iterations; 15-26 iterations reached the tolerance on the bundled cases in
+float64, 11-13 on case118 in float32; the default budget is 40). Ending the iterations
+once every problem of the batch has converged (a ``while_loop``) doubled the solves per
+second on case118 in float32 at batch 64 (30 iterations allowed), but ``tso118-v0`` at
+64 environments then never returned (jaxlib 0.10's CPU runtime, every thread idle, twice
+in a row, where the fixed iterations ran), so the count stays fixed. Variables are
+blocks of output above ``pmin`` (one per unit and cost segment), shed and spill per bus
+and the reserve shortfall. Each iteration's Newton system has the matrix ``K = D + G'
+Theta_G G`` (variables x variables, ``D = Q + Theta_x`` diagonal, ``G`` the monitored
+lines' PTDF rows and the reserve row) and the power balance. It is solved on its nodes,
+the buses that carry a variable and the shortfall: every variable at a bus enters the
+lines' rows and the balance through the bus's net injection only, so for the nodes' net
+changes ``y`` the system is ``(F^-1 + N' Theta_lines N + theta' w w') y = b`` (nodes x
+nodes, ``N`` the monitored lines' PTDF columns of the nodes' buses; ``F`` the sum of
+``1/D`` over a node's variables, a parallel combination, so ``F^-1`` stays bounded where
+one variable is inside its bounds with a tiny ``D``; ``w`` the node's ``1/D``-weighted
+mean of its variables' reserve coefficients and ``theta' = theta_r / (1 + theta_r v)``,
+``v`` the ``1/D``-weighted spread of those coefficients inside the nodes), factored by
+Cholesky. Each variable's step then follows from its own row, except that each node's
+net change goes to its variable with the smallest ``D`` (whose row would divide by that
+``D``). The same Newton directions at a lower cost: on case118 109 nodes instead of 208
+variables (``tso118-v0``; 154 with the tests' defaults), the same iteration counts and
+solutions to 1e-7 on the tests' instances of case9 to case118 (float64). Measured in one
+process on a 2-core CPU shared with other jobs, old and new interleaved: ``tso118-v0``
+(float32, 30 iterations) ran 2.2x the env-steps/s at one environment (140-146 against
+54-78) and 3.6x at 64 (253 against 70); case118's float32 solves at batch 64 1.8x (138
+against 75 per second); in float64 the variables' system ran erratically there (5-80 s
+for a batch of 64, at best 12 solves/s), the nodes' steadily at 185 solves/s. Two other
+ways lost accuracy. Eliminating the variables (the row-space normal equations of LP
+interior point methods, a system the size of the monitored lines: 25x faster on case118
+and the cost right to 1e-12, even with a proximal term and two steps of iterative
+refinement) let the dual residual stall at 2e2-1e4 on case9 with six tightened lines and
+load shed at partial buses (degenerate LPs), since the dual steps of variables at a
+bound are recovered from their tiny primal steps. Keeping the reserve row out of the
+nodes' matrix (a 2 x 2 Schur complement of the balance and reserve rows after the node
+solve) stalled the dual residual at 20 currency/MWh on case118 with a reserve shortfall:
+once the reserve row's weight ``theta_r`` passed 1e9 the Newton equations' residuals
+reached 1e2-1e7 (the complement's determinant is a difference of products scaled by
+``theta_r``); as a rank-1 term of the nodes' matrix it is factored with the rest, as in
+the variables' matrix. Pass ``monitored`` (the branches whose limits can bind, e.g.
+:func:`monitored_branches`) to keep ``N`` small.
 
 Derivatives. ``jax.grad`` and ``jax.jvp`` of every output are taken at the solution, not
 through the iterations (the approach of OptNet, Amos & Kolter 2017, for a QP layer): the
@@ -82,6 +110,10 @@ iterations as before ("unrolled")::
     case30   unrolled  2.8e-09     4.1e-07            3.03 ms                  15.2 s
     case118  implicit  7.1e-09     2.3e-05            115 ms      84 ms        8.8 s
     case118  unrolled  5.5e-07     2.2e-05            206 ms                   20.8 s
+
+Rerun with the Newton system on the nodes (``--cases case9 case118 --repeats 10``, the
+machine under other jobs): the same errors (case118 implicit 7.6e-9 and 2.3e-5, case9
+5.6e-11 and 3.2e-10); case118's value alone 24 ms, case9's 0.36 ms.
 
 The differences are of the solver's output, itself within its tolerance of the exact
 solution; on case118 the barrier leaves one unit 8.5e-6 MW above its minimum (its
@@ -246,7 +278,7 @@ def dcopf(
             branches are ignored. Default: the in-service branches with a finite rating
             when ratings and statuses are concrete (a network closed over by ``jit``),
             every branch when they are traced (slower: forming the solver's matrix costs
-            ``(n_gen + 2 n_bus)^2`` per monitored branch).
+            the square of the buses with variables per monitored branch).
         shed_at: static bus indices where load may be shed. Default: the buses with a
             positive load in ``pd_mw`` when it is concrete, else (``pd_mw`` traced, as
             under ``vmap``) in the network. Load a batch puts at a bus outside this set
@@ -254,7 +286,8 @@ def dcopf(
         spill_at: static bus indices where generation may be spilled. Default: the
             buses of committed units with ``pmin > 0`` and of negative loads (of
             ``pd_mw`` when concrete, else of the network). Each bus left out of these
-            sets removes a variable from a system factored every iteration.
+            sets removes a variable from every iteration, and a row of the system it
+            factors where no other variable is at that bus.
         iterations: static number of interior point iterations.
 
     Returns:
@@ -320,11 +353,14 @@ def dcopf(
     )
 
     var_to_bus = var_sign[:, None] * (var_bus[:, None] == jnp.arange(n_bus)).astype(dtype)
+    # nodes of the Newton system: the buses with variables, then the reserve shortfall
+    node_bus, var_node = _nodes(network, n_seg, shed_buses, spill_buses)
 
     # network: PTDF rows of the monitored branches, limits on their flows
     h_full = ptdf_matrix(network).astype(dtype)
     shift = shift_flow_mw(network, h_full).astype(dtype)
     h_lines = h_full[monitored]
+    n_lines = len(monitored)
     fixed_injection = lower @ _gen_at_bus(network, dtype) - pd - network.gs_mw
     flow_fixed = h_lines @ fixed_injection + shift[monitored]
     line_rate = rate[monitored]
@@ -345,6 +381,10 @@ def dcopf(
         var_sign=var_sign,
         demand=-jnp.sum(fixed_injection) / base,
         g=jnp.concatenate([h_lines @ var_to_bus.T, reserve_row[None]]),
+        var_node=var_node,
+        node_sign=var_sign.at[-1].set(1.0),
+        node_rows=jnp.concatenate([h_lines[:, node_bus], jnp.zeros((n_lines, 1), dtype)], axis=1),
+        node_balance=jnp.concatenate([jnp.ones(len(node_bus), dtype), jnp.zeros(1, dtype)]),
         lo=jnp.concatenate([(-safe_rate - flow_fixed) / base, jnp.full(1, -jnp.inf, dtype)]),
         hi=jnp.concatenate([(safe_rate - flow_fixed) / base, (headroom / base)[None]]),
         lo_on=jnp.concatenate([line_on, jnp.zeros(1, bool)]),
@@ -369,7 +409,6 @@ def dcopf(
         + params.spill_price * jnp.sum(spill)
         + params.reserve_shortfall_price * shortfall
     )
-    n_lines = len(monitored)
     mu = (sol.y_lo - sol.y_hi) * cost_scale  # per MW of flow
     energy = sol.lam * cost_scale
     congestion = h_lines.T @ mu[:n_lines]
@@ -408,8 +447,9 @@ def _slack_buses(network: Network, pd_mw) -> tuple[np.ndarray, np.ndarray]:
     """``(shed_buses, spill_buses)``: the buses where load may be shed (positive load) and
     where generation may be spilled (a unit with ``pmin > 0`` or a negative load), from
     ``pd_mw`` where it is concrete, else from the network's loads; every bus when the
-    network is traced. Fewer variables make each interior point iteration cheaper (its
-    cost grows with the cube of their number)."""
+    network is traced. Fewer variables make each interior point iteration cheaper, most
+    where a bus is left without any (its factored matrix has a row per bus with
+    variables)."""
     try:
         data = np.asarray(network.pd_mw, float)
         pmin = np.asarray(network.pmin_mw, float)
@@ -437,6 +477,32 @@ def _default_monitored(network: Network, rate_mva) -> np.ndarray:
         return np.asarray(monitored_branches(network, rate_mva), np.int64)
     except (jax.errors.TracerArrayConversionError, jax.errors.ConcretizationTypeError):
         return np.arange(network.n_branch)
+
+
+def _nodes(network: Network, n_seg: int, shed_buses, spill_buses) -> tuple[np.ndarray, Array]:
+    """``(node_bus, var_node)``: the static buses that carry a variable (every bus when
+    the generators' buses are traced) and, for each variable (output blocks, shed,
+    spill, reserve shortfall), its node: the index of its bus in ``node_bus``, the
+    shortfall its own node ``len(node_bus)``."""
+    try:
+        gen_bus = np.asarray(network.gen_bus)
+    except (jax.errors.TracerArrayConversionError, jax.errors.ConcretizationTypeError):
+        gen_bus = None
+    if gen_bus is None:
+        node_bus = np.arange(network.n_bus)
+        block_node = jnp.repeat(network.gen_bus, n_seg)
+    else:
+        node_bus = np.unique(np.concatenate([gen_bus, shed_buses, spill_buses]))
+        block_node = jnp.asarray(np.searchsorted(node_bus, np.repeat(gen_bus, n_seg)))
+    var_node = jnp.concatenate(
+        [
+            block_node,
+            jnp.asarray(np.searchsorted(node_bus, shed_buses), block_node.dtype),
+            jnp.asarray(np.searchsorted(node_bus, spill_buses), block_node.dtype),
+            jnp.full(1, len(node_bus), block_node.dtype),
+        ]
+    )
+    return node_bus, var_node
 
 
 def _gen_at_bus(network: Network, dtype) -> Array:
@@ -510,7 +576,13 @@ def _check_convex(network: Network) -> None:
 class _Problem:
     """The scaled QP: ``min 1/2 q x^2 + c x`` over ``0 <= x <= upper`` (inactive variables
     fixed at 0), ``sign' x = demand``, ``lo <= g x <= hi`` on the rows switched on (the
-    monitored lines' flows, then the reserve row)."""
+    monitored lines' flows, then the reserve row).
+
+    The nodes of the Newton system: ``var_node`` ``(n_var,)`` the node of each variable,
+    ``node_sign`` ``(n_var,)`` its sign in the node's net change (``var_sign``, 1 for the
+    shortfall), ``node_rows`` ``(n_lines, n_node)`` the lines' PTDF columns of the nodes'
+    buses (0 for the shortfall's node, the last), ``node_balance`` ``(n_node,)`` 1 for a
+    bus, 0 for the shortfall: ``g[:-1] = node_rows[:, var_node] * node_sign``."""
 
     c: Array
     q: Array
@@ -519,6 +591,10 @@ class _Problem:
     var_sign: Array
     demand: Array
     g: Array
+    var_node: Array
+    node_sign: Array
+    node_rows: Array
+    node_balance: Array
     lo: Array
     hi: Array
     lo_on: Array
@@ -543,6 +619,21 @@ class _State:
     y_hi: Array
     v_lo: Array
     v_hi: Array
+
+
+@struct.dataclass
+class _Newton:
+    """One iteration's factored Newton system on the nodes (see :func:`_interior_point`)."""
+
+    d_inv: Array
+    f_inv: Array
+    w: Array
+    spread: Array
+    theta_w: Array
+    chol: Array
+    balance: Array
+    y_balance: Array
+    pivot: Array
 
 
 @struct.dataclass
@@ -671,9 +762,86 @@ def _interior_point(p: _Problem, iterations: int) -> _Solution:
         )
         return ok, primal, dual, pairs
 
-    def newton(st: _State, theta_x, theta_g, chol, k_a, a_k_a, rhs):
-        """Solve the Newton system for right-hand sides ``rhs`` (see the derivation in
-        the module docstring of the reduced system)."""
+    n_node = p.node_rows.shape[-1]
+    reserve_row = p.g[-1]
+    # the reserve row seen from a node: 1 for output blocks, 0 for shed and spill, -1 for
+    # the shortfall (alone at its node)
+    kappa = p.node_sign * reserve_row
+    index = jnp.arange(len(p.c))
+
+    def node_sum(v):
+        return jax.ops.segment_sum(v, p.var_node, num_segments=n_node)
+
+    def factor(theta_x, theta_g, reg) -> _Newton:
+        """The Newton system reduced to the nodes (see the module docstring, "Solver"):
+        ``M = F^-1 + N' Theta_lines N + theta' w w'`` by Cholesky (nodes without an
+        active variable replaced by the identity), its solve for the balance row, and
+        each node's variable with the smallest ``D``."""
+        d_inv = jnp.where(act, 1.0 / jnp.where(act, p.q + theta_x, 1.0), 0.0)
+        f = node_sum(d_inv)
+        empty = f <= 0.0
+        f_inv = jnp.where(empty, 1.0, 1.0 / jnp.where(empty, 1.0, f))
+        # the node's reserve coefficient w (a 1/D-weighted mean of kappa) and each
+        # variable's kappa - w, without cancellation: a node holds blocks (kappa 1) and
+        # shed or spill (kappa 0), or the shortfall alone
+        w = node_sum(kappa * d_inv) * f_inv
+        share_0 = node_sum(jnp.where(kappa == 0, d_inv, 0.0)) * f_inv
+        spread = jnp.where(kappa == 0, -w[p.var_node], kappa * share_0[p.var_node])
+        variance = jnp.sum(d_inv * spread**2)
+        # the reserve row's Newton equation eliminated into the nodes' matrix: a rank-1
+        # term of weight theta_r / (1 + theta_r variance)
+        theta_r = theta_g[-1]
+        theta_w = theta_r / (1.0 + theta_r * variance)
+        m = (
+            (p.node_rows.T * theta_g[:-1]) @ p.node_rows
+            + theta_w * w[:, None] * w[None, :]
+            + jnp.diag(f_inv)
+        )
+        m = jnp.where(empty[:, None] | empty[None, :], jnp.eye(n_node, dtype=dtype), m)
+        # a degenerate LP leaves M singular along the optimal face (shed load that may
+        # sit at any of several buses): after a failed factorisation a proximal term
+        # (relative size ``reg``) keeps it defined; the residuals stay exact, so the
+        # solution does too
+        regular = reg * jnp.max(jnp.diagonal(m))
+        chol = jnp.linalg.cholesky(m + regular * jnp.eye(n_node, dtype=dtype))
+        balance = jnp.where(empty, 0.0, p.node_balance)
+        y_balance = jax.scipy.linalg.cho_solve((chol, True), balance)
+        # the variable with the smallest D (largest 1/D) at each node takes the node's
+        # net change, the others their own rows
+        top = jax.ops.segment_max(d_inv, p.var_node, num_segments=n_node)
+        first = jax.ops.segment_min(
+            jnp.where(d_inv == top[p.var_node], index, len(index)), p.var_node, n_node
+        )
+        return _Newton(
+            d_inv=d_inv,
+            f_inv=f_inv,
+            w=w,
+            spread=spread,
+            theta_w=theta_w,
+            chol=chol,
+            balance=balance,
+            y_balance=y_balance,
+            pivot=first[p.var_node] == index,
+        )
+
+    def solve(k: _Newton, rhs_x, r_p):
+        """``(dx, d_lam)`` with ``K dx = rhs_x + sign d_lam`` and ``sign' dx = r_p``, ``K
+        = Q + Theta_x + G' Theta_g G``, from the factored node system."""
+        rhs = jnp.where(act, rhs_x, 0.0)
+        b_y = k.f_inv * node_sum(p.node_sign * k.d_inv * rhs)
+        b_u = jnp.sum(k.d_inv * p.node_sign * k.spread * rhs)
+        y0 = jax.scipy.linalg.cho_solve((k.chol, True), b_y - k.theta_w * k.w * b_u)
+        d_lam = (r_p - k.balance @ y0) / (k.balance @ k.y_balance)
+        y = y0 + k.y_balance * d_lam
+        u = k.theta_w * (b_u + k.w @ y)  # the reserve row's Theta_r times its change
+        price = b_y - k.w * u - k.f_inv * y  # N' Theta N y - balance d_lam at each node
+        own = k.d_inv * (rhs - reserve_row * u - p.node_sign * price[p.var_node])
+        own = jnp.where(k.pivot, 0.0, own)
+        rest = p.node_sign * (y - node_sum(p.node_sign * own))[p.var_node]
+        return jnp.where(act, jnp.where(k.pivot, rest, own), 0.0), d_lam
+
+    def newton(st: _State, k: _Newton, rhs):
+        """Solve the Newton system for right-hand sides ``rhs``."""
         r_d, r_p, r_lo, r_hi, c_lo, c_hi, c_vlo, c_vhi = rhs
         s_lo = jnp.where(p.lo_on, st.s_lo, 1.0)
         s_hi = jnp.where(p.hi_on, st.s_hi, 1.0)
@@ -682,10 +850,8 @@ def _interior_point(p: _Problem, iterations: int) -> _Solution:
         )
         xl = jnp.where(act, st.x, 1.0)
         xu = jnp.where(act, upper - st.x, 1.0)
-        rhs_x = jnp.where(act, -r_d + p.rows_t(g_r) + c_vlo / xl - c_vhi / xu, 0.0)
-        k_rhs = solve_k(rhs_x, theta_x, theta_g, chol)
-        d_lam = (r_p - a @ k_rhs) / a_k_a
-        dx = k_rhs + k_a * d_lam
+        rhs_x = -r_d + p.rows_t(g_r) + c_vlo / xl - c_vhi / xu
+        dx, d_lam = solve(k, rhs_x, r_p)
         gdx = p.rows(dx)
         ds_lo = jnp.where(p.lo_on, gdx - r_lo, 0.0)
         ds_hi = jnp.where(p.hi_on, r_hi - gdx, 0.0)
@@ -694,22 +860,6 @@ def _interior_point(p: _Problem, iterations: int) -> _Solution:
         dv_lo = jnp.where(act, (c_vlo - st.v_lo * dx) / xl, 0.0)
         dv_hi = jnp.where(act, (c_vhi + st.v_hi * dx) / xu, 0.0)
         return _State(dx, d_lam, ds_lo, ds_hi, dy_lo, dy_hi, dv_lo, dv_hi)
-
-    def factor(theta_x, theta_g, reg):
-        """Cholesky factor of ``K = Q + Theta_x + G' Theta_g G`` (variables switched off
-        replaced by the identity)."""
-        k = (p.g.T * theta_g) @ p.g + jnp.diag(p.q + theta_x)
-        on2 = act[:, None] & act[None, :]
-        k = jnp.where(on2, k, jnp.eye(len(theta_x), dtype=dtype))
-        # a degenerate LP leaves K singular along the optimal face (shed load that may
-        # sit at any of several buses): after a failed factorisation a proximal term
-        # (relative size ``reg``) keeps it defined; the residuals stay exact, so the
-        # solution does too
-        regular = reg * jnp.max(jnp.diagonal(k))
-        return jnp.linalg.cholesky(k + regular * jnp.eye(len(theta_x), dtype=dtype))
-
-    def solve_k(v, theta_x, theta_g, chol):
-        return jnp.where(act, jax.scipy.linalg.cho_solve((chol, True), jnp.where(act, v, 0.0)), 0.0)
 
     def step_to_boundary(value, delta, mask):
         ratio = jnp.where(mask & (delta < 0), -value / jnp.where(delta < 0, delta, -1.0), jnp.inf)
@@ -747,9 +897,7 @@ def _interior_point(p: _Problem, iterations: int) -> _Solution:
         theta_g = jnp.where(p.lo_on, st.y_lo / jnp.where(p.lo_on, st.s_lo, 1.0), 0.0) + jnp.where(
             p.hi_on, st.y_hi / jnp.where(p.hi_on, st.s_hi, 1.0), 0.0
         )
-        chol = factor(theta_x, theta_g, reg)
-        k_a = solve_k(a, theta_x, theta_g, chol)
-        a_k_a = a @ k_a
+        k = factor(theta_x, theta_g, reg)
         # predictor (affine scaling)
         base_rhs = (r_d, r_p, r_lo, r_hi)
         c_aff = (
@@ -758,7 +906,7 @@ def _interior_point(p: _Problem, iterations: int) -> _Solution:
             jnp.where(act, -st.x * st.v_lo, 0.0),
             jnp.where(act, -(upper - st.x) * st.v_hi, 0.0),
         )
-        d_aff = newton(st, theta_x, theta_g, chol, k_a, a_k_a, (*base_rhs, *c_aff))
+        d_aff = newton(st, k, (*base_rhs, *c_aff))
         alpha_aff = jnp.minimum(1.0, max_step(st, d_aff))
         trial = jax.tree_util.tree_map(lambda s, d: s + alpha_aff * d, st, d_aff)
         mu_aff = complementarity(trial)[0] / n_pairs
@@ -771,7 +919,7 @@ def _interior_point(p: _Problem, iterations: int) -> _Solution:
             jnp.where(act, target - st.x * st.v_lo - d_aff.x * d_aff.v_lo, 0.0),
             jnp.where(act, target - (upper - st.x) * st.v_hi + d_aff.x * d_aff.v_hi, 0.0),
         )
-        d = newton(st, theta_x, theta_g, chol, k_a, a_k_a, (*base_rhs, *c_cor))
+        d = newton(st, k, (*base_rhs, *c_cor))
         alpha = jnp.minimum(1.0, 0.99 * max_step(st, d))
         new = jax.tree_util.tree_map(lambda s, dd: s + alpha * dd, st, d)
         finite = jnp.all(
