@@ -10,7 +10,6 @@ whose derivatives are taken at points away from their kinks.
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 from conftest import x64
 
 from jaxgrid.grid import case33bw, dcpf, lindistflow, network_from_matpower
