@@ -5,7 +5,7 @@ budgeted cost ``c`` (``J_c``: the cost summed over an episode, the mean over age
 Lagrangian relaxation trains the policy on the advantage
 ``(A_r - sum_c lambda_c A_c) / (1 + sum_c lambda_c)`` (both advantages standardised over
 the rollout, so a multiplier weighs a cost against the reward whatever their scales; the
-cost advantages come from a cost critic, one output per budgeted cost) and moves each
+cost advantages come from a critic per budgeted cost) and moves each
 multiplier
 ``lambda_c >= 0`` against the constraint's violation ``J_c - budget`` once per update:
 
@@ -40,15 +40,24 @@ feeder at the first step of every episode. So each budgeted cost charges a faile
 ``steps_lost x ceiling_c``, with ``ceiling_c`` the largest per-step value of the cost
 seen on any solved step since training began (:func:`charge_lost_steps`): a collapse
 then costs at least what continuing would, as the reward's failure penalty makes it
-lose at least what continuing would. The charge enters the cost advantages and ``J_c``
-alike. (Bootstrapping the failed step's cost from the cost critic instead was tried and
-did not stop the dodge: the critic never sees a state beyond a failure.)
+lose at least what continuing would. That charge enters ``J_c``. The cost critics learn
+from a larger one, ``ceiling / (1 - gamma)``, the discounted cost of going on at the
+ceiling for ever: their values bootstrap past the horizon (an episode is a window of a
+process that goes on; :mod:`jaxgrid.train.gae`), so finishing an episode costs its steps
+left *and* the value beyond its end, which a failure forfeits. Charged only the steps
+left, a failure in the last steps looked cheaper than finishing: on ``toy_envs.Cliff``,
+with cost critics that learn accurate values (scaled, :mod:`jaxgrid.train.ppo`), 30 % of
+last steps stepped off the cliff. (Bootstrapping the failed step's cost from the cost
+critic instead was tried and did not stop the dodge: the critic never sees a state
+beyond a failure.)
 
 The multipliers, the PID memory and the ceilings are part of the learner's state
 (:class:`LagrangeState`), so checkpoints keep them.
 """
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import jax.numpy as jnp
 from flax import struct
@@ -131,24 +140,34 @@ def update_multipliers(
     return state.replace(multiplier=multiplier, integral=integral, last_cost=episode_cost)
 
 
+class Charged(NamedTuple):
+    """Budgeted costs ``(..., n_budgeted)`` with a failed step's charge (module docstring)."""
+
+    episode: Array  # costs + steps_lost * ceiling: the episode's cost to its horizon
+    value: Array  # a failed step costs ceiling / (1 - gamma): what the critics learn from
+
+
 def charge_lost_steps(
-    state: LagrangeState, costs: Array, steps_lost: Array
-) -> tuple[LagrangeState, Array]:
+    state: LagrangeState, costs: Array, steps_lost: Array, gamma: float
+) -> tuple[LagrangeState, Charged]:
     """Costs with the steps a failure cut off charged (see the module docstring).
 
     Args:
         state: its ``cost_ceiling`` is raised to the largest cost of the solved steps here.
         costs: ``(..., n_budgeted)`` budgeted costs of each step.
         steps_lost: ``(...)`` int, ``info["steps_lost"]`` (0 on steps that did not fail).
+        gamma: the critics' discount.
 
     Returns:
-        The new state and ``costs + steps_lost * cost_ceiling``.
+        The new state and the charged costs, for the episode costs and for the critics.
     """
     solved = (steps_lost == 0)[..., None]
     seen = jnp.max(jnp.where(solved, costs, 0.0).reshape(-1, costs.shape[-1]), axis=0)
     ceiling = jnp.maximum(state.cost_ceiling, seen.astype(state.cost_ceiling.dtype))
-    charged = costs + steps_lost[..., None].astype(costs.dtype) * ceiling.astype(costs.dtype)
-    return state.replace(cost_ceiling=ceiling), charged
+    rate = ceiling.astype(costs.dtype)
+    episode = costs + steps_lost[..., None].astype(costs.dtype) * rate
+    value = jnp.where(solved, costs, rate / (1.0 - gamma))
+    return state.replace(cost_ceiling=ceiling), Charged(episode, value)
 
 
 def dual_step(

@@ -57,14 +57,16 @@ class MLP(nn.Module):
 class TypeNetwork(nn.Module):
     """Actor and critic of one agent type: ``(..., members, obs) -> ((..., members, n_out),
     (..., members))``; with ``shared_torso`` both heads sit on one MLP (half the
-    products, as PowerZooJax's ``SharedActorCritic``), otherwise each has its own."""
+    products, as PowerZooJax's ``SharedActorCritic``), otherwise each has its own. With
+    ``n_costs`` each cost has a critic of its own MLP, never shared, and the values are
+    ``(..., members, 1 + n_costs)``."""
 
     hidden: Sequence[int]
     n_out: int
     n_ids: int = 0
     shared_torso: bool = False
     dtype: str | None = None
-    n_values: int = 1
+    n_costs: int = 0
 
     @nn.compact
     def __call__(self, x):
@@ -79,9 +81,13 @@ class TypeNetwork(nn.Module):
         actor = MLP(self.hidden, self.n_ids, self.dtype)(x)
         out = head(self.n_out, 0.01)(actor)
         critic = actor if self.shared_torso else MLP(self.hidden, self.n_ids, self.dtype)(x)
-        value = head(self.n_values, 1.0)(critic)
-        if self.n_values == 1:
-            value = value[..., 0]
+        value = head(1, 1.0)(critic)[..., 0]
+        if self.n_costs:
+            costs = [
+                head(1, 1.0)(MLP(self.hidden, self.n_ids, self.dtype, name=f"cost_{i}")(x))
+                for i in range(self.n_costs)
+            ]
+            value = jnp.concatenate([value[..., None], *costs], axis=-1)
         return out.astype(x.dtype), value.astype(x.dtype)
 
 
@@ -97,9 +103,10 @@ class ActorCritic(nn.Module):
         shared_torso: actor and critic heads on one MLP per type.
         compute_dtype: dtype of the products and activations ("float32", "bfloat16");
             ``None`` computes in the observation's dtype.
-        n_values: critic outputs per agent: 1 (the return; values ``(..., n_agents)``) or
-            more (the return, then each budgeted cost's; values ``(..., n_agents,
-            n_values)``), from one critic head.
+        n_costs: budgeted costs, each with a critic of its own (an MLP that shares
+            nothing with the actor or the return's critic): 0 gives values ``(...,
+            n_agents)``, more ``(..., n_agents, 1 + n_costs)`` (the return's value, then
+            each cost's).
     """
 
     agent_type: tuple[int, ...]
@@ -108,7 +115,7 @@ class ActorCritic(nn.Module):
     agent_ids: bool = True
     shared_torso: bool = False
     compute_dtype: str | None = None
-    n_values: int = 1
+    n_costs: int = 0
 
     @nn.compact
     def __call__(self, obs):
@@ -123,7 +130,7 @@ class ActorCritic(nn.Module):
                 n_ids,
                 self.shared_torso,
                 self.compute_dtype,
-                self.n_values,
+                self.n_costs,
                 name=f"type_{t}",
             )(_take_agents(obs, members))
             outs.append(out)
@@ -132,7 +139,7 @@ class ActorCritic(nn.Module):
         # put the agents back in their order
         inverse = np.argsort(np.concatenate(order))
         out = _take_agents(jnp.concatenate(outs, axis=-2), inverse)
-        if self.n_values == 1:
+        if not self.n_costs:
             value = _take_agents(jnp.concatenate(values, axis=-1)[..., None], inverse)[..., 0]
         else:
             value = _take_agents(jnp.concatenate(values, axis=-2), inverse)

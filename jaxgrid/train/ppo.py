@@ -158,6 +158,9 @@ class Runner:
     since_log: dict
     member: jax.Array  # () int32 which member of a sweep (seed, scenario) this run is
     lagrange: LagrangeState  # multipliers of the cost budgets (empty without budgets)
+    # running mean and variance of each budgeted cost's value targets: its critic learns
+    # them standardised (value normalisation); ``(budgeted costs,)``
+    cost_value_stats: RunningStats
 
 
 class TrainFns(NamedTuple):
@@ -249,7 +252,7 @@ def make_train(
         agent_ids=config.agent_ids,
         shared_torso=config.shared_torso,
         compute_dtype=None if config.compute_dtype == "float32" else config.compute_dtype,
-        n_values=1 + len(budget_names),
+        n_costs=len(budget_names),
     )
     n_updates = config.num_updates
     minibatch = config.num_envs * config.num_steps // config.num_minibatches
@@ -344,6 +347,7 @@ def make_train(
             member=jnp.asarray(member, jnp.int32),
             since_log=no_episodes(),
             lagrange=LagrangeState.create(len(budget_names), config.lagrange_init, features.dtype),
+            cost_value_stats=RunningStats.create((len(budget_names),), features.dtype),
         )
 
     def no_episodes() -> dict:
@@ -458,13 +462,27 @@ def make_train(
             )
 
         lagrange, episode_cost = runner.lagrange, None
+        cost_value_stats = runner.cost_value_stats
         if constrained:
             advantages, targets = advantage(reward, traj.value[..., 0], traj.next_value[..., 0])
             # a failed step is charged for the steps it cut off (lagrangian's docstring)
-            lagrange, costs = charge_lost_steps(lagrange, traj.costs, traj.steps_lost)
-            cost_advantages, cost_targets = jax.vmap(advantage, in_axes=-1, out_axes=-1)(
-                costs, traj.value[..., 1:], traj.next_value[..., 1:]
+            lagrange, charged = charge_lost_steps(
+                lagrange, traj.costs, traj.steps_lost, config.gamma
             )
+            # the cost critics learn their values scaled to unit size (value normalisation,
+            # as in MAPPO, Yu et al. 2022; here a scale only, cost_value_scale): a failure's charge can put a cost's targets 1e4 times
+            # the reward's, whose squared error would then swamp the gradient's global
+            # norm, clipped to max_grad_norm, and with it the policy's share
+            stats = runner.cost_value_stats
+            scale = cost_value_scale(stats)
+            cost_advantages, cost_targets = jax.vmap(advantage, in_axes=-1, out_axes=-1)(
+                charged.value, traj.value[..., 1:] * scale, traj.next_value[..., 1:] * scale
+            )
+            cost_value_stats = stats.update(cost_targets.reshape(-1, len(budget_names)))
+            rescale = scale / cost_value_scale(cost_value_stats)
+            cost_targets = cost_targets / cost_value_scale(cost_value_stats)
+            # the values the loss clips around, in the new scale
+            traj = traj._replace(value=traj.value.at[..., 1:].multiply(rescale))
             # each budgeted cost of an episode: the mean over the episodes that ended in
             # this rollout (charges included), else (long episodes) the rollout's cost per
             # step x the horizon
@@ -475,7 +493,7 @@ def make_train(
                 budget_index,
                 env.horizon,
                 config,
-                charged=costs,
+                charged=charged.episode,
             )
             # both standardised, so that a multiplier weighs costs against rewards in units
             # of their spread whatever the costs' scale (Ray et al. 2019 only centre the
@@ -551,6 +569,7 @@ def make_train(
             key=key,
             update=runner.update + 1,
             lagrange=lagrange,
+            cost_value_stats=cost_value_stats,
         )
         ended = episode_sums(traj.info)
         runner = runner.replace(since_log=jax.tree_util.tree_map(jnp.add, runner.since_log, ended))
@@ -664,6 +683,17 @@ def microbatch_count(minibatch: int, agents: int, max_rows: int | None) -> int:
         if minibatch % count == 0 and minibatch * agents <= max_rows * count:
             return count
     return minibatch
+
+
+def cost_value_scale(stats: RunningStats) -> jax.Array:
+    """The scale ``(costs,)`` a cost critic's values are learnt in: the root mean square of
+    the cost's value targets so far, ``sqrt(mean^2 + var)``. A scale, not a shift: an
+    output of 0 stays a value of 0, as for the reward's critic (rewards are scaled, not
+    centred), which matters at the horizon, where the truncated last step bootstraps from
+    the value of an observation the critic never learns from; centred at the targets'
+    mean, that value was the mean cost-to-go, and a failure at the last steps looked
+    cheaper than finishing (on ``toy_envs.Cliff``, 30 % of last steps stepped off)."""
+    return jnp.sqrt(stats.mean**2 + stats.var + 1e-8)
 
 
 def episode_sums(info: dict) -> dict:

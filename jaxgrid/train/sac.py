@@ -411,8 +411,10 @@ def make_train(
         )
         lagrange, env_costs = runner.lagrange, traj.costs
         if constrained:  # a failed step is charged for the steps it cut off (lagrangian)
-            lagrange, costs = charge_lost_steps(lagrange, traj.costs, episodes["steps_lost"])
-            traj = traj._replace(costs=costs)
+            lagrange, charged = charge_lost_steps(
+                lagrange, traj.costs, episodes["steps_lost"], config.gamma
+            )
+            traj = traj._replace(costs=charged.value)
         runner = remember(runner, traj)
         free = free_entries(env_params)
         target_entropy = (
@@ -492,7 +494,13 @@ def make_train(
             # each budgeted cost of an episode: the mean over the episodes that ended in
             # this update (charges included), else the update's cost per step x the horizon
             lagrange, episode_cost = dual_step(
-                lagrange, ended, env_costs, budget_index, env.horizon, config, charged=traj.costs
+                lagrange,
+                ended,
+                env_costs,
+                budget_index,
+                env.horizon,
+                config,
+                charged=charged.episode,
             )
         runner = runner.replace(
             actor=actor_state,
