@@ -388,6 +388,7 @@ declare(
     Range("cop_ref", gt=0),
     Range("cop_slope", ge=0, unit="1/K"),
     Range("cop_min", gt=0),
+    Range("cooling_smoothing_mw", ge=0, unit="MW"),
 )
 declare(
     DieselParams,

@@ -1,6 +1,7 @@
 """The devices' smooth surrogates (``BatteryParams.smoothing_mw``, the inverter's
-``smoothing_mvar``): exact at 0, a derivative on the clipped side that equals central
-differences, and the exact model recovered as the width shrinks."""
+``smoothing_mvar``, ``DataCentreParams.cooling_smoothing_mw``): exact at 0, a derivative
+on the clipped side that equals central differences, and the exact model recovered as
+the width shrinks; alone and through an environment's step."""
 
 import os
 
@@ -8,10 +9,19 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from test_datacentre import params as dc_params
+from test_datacentre import state as dc_state
+from test_datacentre import step as dc_step
 from test_devices import battery as device_battery
 
 import jaxgrid
-from jaxgrid.devices import BatteryParams, battery_step, power_limits, reactive_headroom_mvar
+from jaxgrid.devices import (
+    BatteryParams,
+    battery_step,
+    power_limits,
+    reactive_headroom_mvar,
+)
+from jaxgrid.devices.datacentre import thermal_coefficients
 
 
 def battery(width, **kw):
@@ -263,3 +273,158 @@ def test_battery_reactive_clip_gradient_on_the_clipped_side(float64):
         assert analytic > 0.1  # sigmoid(-0.05 / width) of the rounded clip's corner
         assert analytic == pytest.approx(_central(lambda r, w=width: enacted(r, w), 0.8), rel=1e-7)
         assert abs(float(enacted(0.8, width)) - 0.75) <= 2 * width * np.log(2.0)
+
+
+# -- the data centre's cooling (DataCentreParams.cooling_smoothing_mw) ----------------------
+
+T_OUT, DT = 30.0, 0.5  # test_datacentre's step: a = exp(-0.05), g = 0.975 K/MW
+
+
+def _cooling(setpoint, width):
+    """test_datacentre's step (shares (0.5, 0.3), hall at 22 °C) with the cooling's clip
+    smoothed over ``width`` MW; ``(step, q_wanted, drift, g)``, the last three by hand."""
+    p = dc_params(cooling_smoothing_mw=width)
+    st = dc_state()
+    out = dc_step(st, [0.5, 0.3], setpoint, t_out=T_OUT, dt=DT, p=p)
+    a, g = thermal_coefficients(DT, p)
+    drift = a * st.t_hall + (1 - a) * T_OUT
+    return out, out.p_it_mw - (setpoint - drift) / g, drift, g
+
+
+def _setpoint_for(q_wanted, width):
+    """The setpoint (°C) at which the chiller is asked for ``q_wanted`` MW."""
+    out, q, drift, g = _cooling(22.0, width)
+    return float(drift + g * (out.p_it_mw - q_wanted))
+
+
+def test_cooling_smoothing_zero_is_the_exact_clip(float64):
+    default = dc_params()
+    for setpoint in (18.0, 20.0, 22.0, 24.0, 27.0):
+        a = dc_step(dc_state(), [0.5, 0.3], setpoint, t_out=T_OUT, dt=DT, p=default)
+        b = _cooling(setpoint, 0.0)[0]
+        for x, y in zip(jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b)):
+            np.testing.assert_array_equal(x, y)
+    # beyond either end of [0, q_max] the exact cooling does not move with the setpoint
+    for q in (-0.2, 2.2):
+        s = _setpoint_for(q, 0.0)
+        assert float(jax.grad(lambda t: _cooling(t, 0.0)[0].q_cool_mw)(s)) == 0.0
+
+
+@pytest.mark.parametrize("q_wanted", [-0.1, 2.1])  # below 0, above q_max = 2 MW
+def test_cooling_gradient_beyond_its_range(q_wanted, float64):
+    """Asked for less than 0 or more than ``q_max`` MW, the exact chiller removes 0 or
+    ``q_max`` whatever the setpoint; the surrogate's heat removed, the cooling's power
+    and the hall temperature move with it, as central differences say, and the hall
+    temperature is still the heat balance of the heat removed."""
+    for width in (0.1, 0.03):
+        s = _setpoint_for(q_wanted, width)
+        for field in ("q_cool_mw", "p_cool_mw"):
+
+            def f(t, field=field, width=width):
+                return getattr(_cooling(t, width)[0], field)
+
+            analytic = float(jax.grad(f)(s))
+            assert abs(analytic) > 1e-3
+            assert analytic == pytest.approx(_central(f, s), rel=1e-7)
+
+        def t_next(t, width=width):
+            return _cooling(t, width)[0].state.t_hall
+
+        out, _, drift, g = _cooling(s, width)
+        # dq/dT_set = -(1/g) soft_clip', dt_next/dT_set = -g dq/dT_set
+        d_q = float(jax.grad(lambda t, width=width: _cooling(t, width)[0].q_cool_mw)(s))
+        assert float(jax.grad(t_next)(s)) == pytest.approx(-float(g) * d_q, rel=1e-9)
+        assert float(jax.grad(t_next)(s)) == pytest.approx(_central(t_next, s), rel=1e-7)
+        np.testing.assert_allclose(
+            out.state.t_hall, drift + g * (out.p_it_mw - out.q_cool_mw), rtol=1e-14
+        )
+
+
+def test_cooling_surrogate_stays_in_range_and_approaches_the_exact_model(float64):
+    setpoints = jnp.linspace(18.0, 27.0, 181)  # q_wanted from about 4.6 down to -4.2 MW
+
+    def sweep(width):
+        return jax.vmap(lambda t: _cooling(t, width))(setpoints)
+
+    exact, q_exact, _, _ = sweep(0.0)
+    assert float(jnp.min(q_exact)) < -1 and float(jnp.max(q_exact)) > 3  # both ends clipped
+    errors = []
+    for width in (0.1, 0.01, 0.001):
+        out, q, drift, g = sweep(width)
+        assert float(jnp.min(out.q_cool_mw)) >= 0 and float(jnp.max(out.q_cool_mw)) <= 2.0
+        # the hall within what the chiller can reach: between full and no cooling
+        t_next = out.state.t_hall
+        assert bool(jnp.all(t_next >= drift + g * (out.p_it_mw - 2.0) - 1e-12))
+        assert bool(jnp.all(t_next <= drift + g * out.p_it_mw + 1e-12))
+        error = float(jnp.max(jnp.abs(out.q_cool_mw - exact.q_cool_mw)))
+        assert error <= width * np.log(2.0) * (1 + 1e-9)  # corners 2 MW apart
+        t_error = float(jnp.max(jnp.abs(t_next - exact.state.t_hall)))
+        assert t_error <= float(g[0]) * width * np.log(2.0) * (1 + 1e-9)
+        errors.append(error)
+    assert errors[0] > errors[1] > errors[2]
+
+
+# -- through a dcmg-v0 step -----------------------------------------------------------------
+
+
+def _dcmg_float64():
+    """``(env, params, state)``: dcmg-v0 in float64, reset at midnight of key 0's day (no
+    PV, empty queues, hall at 22 °C, battery at 0.5, diesel off)."""
+    env, params = jaxgrid.make("dcmg-v0")
+    params = jax.tree_util.tree_map(
+        lambda x: (
+            jnp.asarray(x, jnp.float64) if jnp.issubdtype(jnp.asarray(x).dtype, jnp.floating) else x
+        ),
+        params,
+    )
+    _, state = env.reset(jax.random.PRNGKey(0), params)
+    return env, params, state
+
+
+def _dcmg_step(env, state, params, index, value):
+    """The step's outputs with the action 0 but ``action[0, index] = value``."""
+    action = jnp.zeros((1, 5), jnp.float64).at[0, index].set(value)
+    return env.step_env(jax.random.PRNGKey(1), state, action, params)
+
+
+def _same_steps(a, b):
+    for x, y in zip(jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b)):
+        np.testing.assert_array_equal(x, y)
+
+
+def test_dcmg_cooling_smoothing(float64):
+    """A setpoint one width above where the hall would drift with no cooling (the idle
+    cluster's heat, a night's outdoor air): the exact chiller removes nothing whatever the
+    setpoint, so the step's reward does not move with the setpoint action; with
+    ``datacentre.cooling_smoothing_mw`` it does (through the cooling's power and the grid
+    energy), as central differences say. An explicit 0 is the default step bit for bit."""
+    env, params, state = _dcmg_float64()
+    dc = params.datacentre
+    w = 0.05  # MW, of 2 MW of cooling
+    a, g = thermal_coefficients(params.dt_h, dc)
+    t_out = env.outdoor_temperature(state.start + state.time, params)
+    drift = a * state.datacentre.t_hall + (1 - a) * t_out
+    setpoint = drift + g * (dc.p_idle_mw + w)  # the chiller asked for -w MW
+    action = (setpoint - dc.t_set_min) / (dc.t_set_max - dc.t_set_min)
+    assert 0 < float(action) < 1
+
+    def with_width(width):
+        return params.replace(datacentre=dc.replace(cooling_smoothing_mw=width))
+
+    _same_steps(
+        _dcmg_step(env, state, params, 2, action),
+        _dcmg_step(env, state, with_width(0.0), 2, action),
+    )
+
+    def reward(x, width):
+        return _dcmg_step(env, state, with_width(width), 2, x)[2][0]
+
+    def cooling(x, width):
+        return _dcmg_step(env, state, with_width(width), 2, x)[5]["p_cool_mw"]
+
+    assert float(cooling(action, 0.0)) == 0.0
+    assert float(jax.grad(reward)(action, 0.0)) == 0.0
+    assert float(jax.grad(cooling)(action, w)) < 0  # a higher setpoint: less cooling
+    analytic = float(jax.grad(reward)(action, w))
+    assert analytic > 1e-4  # less cooling bought
+    assert analytic == pytest.approx(_central(lambda x: reward(x, w), action, 1e-6), rel=1e-6)
