@@ -402,6 +402,8 @@ declare(
     Range("fuel_l_per_mwh", ge=0, unit="L/MWh"),
     Range("fuel_price", ge=0, unit="currency/L"),
     Range("emission_t_per_l", ge=0, unit="t/L"),
+    Range("smoothing_mw", ge=0, unit="MW"),
+    Range("commit_smoothing_mw", ge=0, unit="MW"),
 )
 declare(
     FlexLoadParams,

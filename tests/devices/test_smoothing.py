@@ -1,7 +1,8 @@
 """The devices' smooth surrogates (``BatteryParams.smoothing_mw``, the inverter's
-``smoothing_mvar``, ``DataCentreParams.cooling_smoothing_mw``): exact at 0, a derivative
-on the clipped side that equals central differences, and the exact model recovered as
-the width shrinks; alone and through an environment's step."""
+``smoothing_mvar``, ``DataCentreParams.cooling_smoothing_mw``, ``DieselParams.smoothing_mw``
+and ``commit_smoothing_mw``): exact at 0, a derivative on the clipped side that equals
+central differences, and the exact model recovered as the width shrinks; alone and
+through an environment's step."""
 
 import os
 
@@ -13,11 +14,16 @@ from test_datacentre import params as dc_params
 from test_datacentre import state as dc_state
 from test_datacentre import step as dc_step
 from test_devices import battery as device_battery
+from test_diesel import params as diesel_params
+from test_diesel import run as run_diesel
 
 import jaxgrid
 from jaxgrid.devices import (
     BatteryParams,
+    DieselState,
     battery_step,
+    diesel_off,
+    diesel_step,
     power_limits,
     reactive_headroom_mvar,
 )
@@ -364,6 +370,157 @@ def test_cooling_surrogate_stays_in_range_and_approaches_the_exact_model(float64
     assert errors[0] > errors[1] > errors[2]
 
 
+# -- the diesel's ramp window (DieselParams.smoothing_mw) -----------------------------------
+
+RUNNING = DieselState(running=jnp.array(True), start_left=jnp.array(0, jnp.int32), p_mw=None)
+
+
+def _running_at(p_mw):
+    """A diesel running at ``p_mw``: with test_diesel's ramp (0.6 MW/h, a quarter of an hour)
+    its window is ``[max(0.3, p - 0.15), min(p + 0.15, 1)]`` MW."""
+    return RUNNING.replace(p_mw=jnp.asarray(p_mw, jnp.float64))
+
+
+def _diesel(request, width=0.0, commit_width=0.0, state=None, **kw):
+    p = diesel_params(smoothing_mw=width, commit_smoothing_mw=commit_width, **kw)
+    return diesel_step(_running_at(0.6) if state is None else state, request, 0.25, p)
+
+
+def test_diesel_smoothing_zero_is_the_exact_model(float64):
+    """Explicit widths of 0 give test_diesel's hand-worked runs bit for bit (every field of
+    every step), with a zero derivative beyond the ramp window."""
+    requests = [0.8, 0.8, 0.8, 0.8, 0.8, 0.1, 0.0, 0.5, -0.2, 0.9]
+    default = run_diesel(requests, diesel_params())
+    explicit = run_diesel(requests, diesel_params(smoothing_mw=0.0, commit_smoothing_mw=0.0))
+    for a, b in zip(default, explicit):
+        for x, y in zip(jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b)):
+            np.testing.assert_array_equal(x, y)
+    assert float(_diesel(0.8).p_mw) == pytest.approx(0.75, rel=1e-12)
+    assert float(jax.grad(lambda r: _diesel(r).p_mw)(0.8)) == 0.0
+    assert float(jax.grad(lambda r: _diesel(r).p_mw)(0.35)) == 0.0
+
+
+@pytest.mark.parametrize("request_mw", [0.8, 0.4])  # above [0.45, 0.75], below it
+def test_diesel_gradient_beyond_its_ramp_window(request_mw, float64):
+    """Running at 0.6 MW the window is [0.45, 0.75]; asked for 0.8 (or 0.4) the exact unit
+    gives 0.75 (0.45) whatever it is asked. With a width the output moves with the
+    request, as central differences say, and so do its fuel, cost and emissions."""
+    for width in (0.03, 0.01):
+        for field in ("p_mw", "cost", "emissions_t"):
+
+            def f(r, field=field, width=width):
+                return getattr(_diesel(r, width), field)
+
+            analytic = float(jax.grad(f)(jnp.float64(request_mw)))
+            assert abs(analytic) > 1e-4
+            assert analytic == pytest.approx(_central(f, request_mw), rel=1e-7)
+
+
+def test_diesel_window_surrogate_stays_in_the_window_and_approaches_the_exact_model(float64):
+    requests = jnp.linspace(0.01, 1.5, 300)  # all committed, across both bounds
+
+    def outputs(width):
+        return jax.vmap(lambda r: _diesel(r, width).p_mw)(requests)
+
+    exact = outputs(0.0)
+    errors = []
+    for width in (0.03, 0.01, 0.001):
+        p = outputs(width)
+        # within the window (0.6 - 0.15 rounds to 0.44999999999999996: the exact floor)
+        assert float(jnp.min(p)) >= float(jnp.min(exact)) and float(jnp.max(p)) <= 0.75
+        error = float(jnp.max(jnp.abs(p - exact)))
+        assert error <= 2 * width * np.log(2.0)  # two corners 0.3 MW apart
+        errors.append(error)
+    assert errors[0] > errors[1] > errors[2]
+    # a window of one point (ramp below the minimum load: a first running step gives
+    # exactly p_min): the surrogate gives that point, as the exact model
+    first = diesel_step(
+        RUNNING.replace(p_mw=jnp.float64(0.0)),
+        jnp.float64(0.9),
+        0.25,
+        diesel_params(ramp_mw_per_h=0.4, smoothing_mw=0.05),
+    )
+    assert float(first.p_mw) == pytest.approx(0.3, abs=1e-15)
+
+
+# -- the diesel's commitment (DieselParams.commit_smoothing_mw) -----------------------------
+
+
+def test_commitment_relaxation_of_a_running_unit(float64):
+    """Running at 0.6 MW, asked for r near 0: the exact unit stops at r <= 0 (output, fuel
+    and cost jump to 0 and do not move with r). Relaxed over w, it runs with the weight
+    u = sigmoid(r / w): output u * 0.45 (the window's floor), fuel (u F0 p_max + F1 p) dt,
+    as worked by hand, with derivatives equal to central differences; its state stays
+    the exact one (stopped at r <= 0)."""
+    w = 0.05
+    for r in (-0.03, -0.01, 0.02):
+        out = _diesel(jnp.float64(r), commit_width=w)
+        exact = _diesel(jnp.float64(r))
+        u = 1 / (1 + np.exp(-r / w))
+        assert float(out.p_mw) == pytest.approx(u * 0.45, rel=1e-12)
+        fuel = (u * 80.0 * 1.0 + 250.0 * u * 0.45) * 0.25
+        assert float(out.fuel_l) == pytest.approx(fuel, rel=1e-12)
+        assert float(out.cost) == pytest.approx(fuel * 1.5, rel=1e-12)
+        assert bool(out.state.running) == bool(exact.state.running) == (r > 0)
+        assert bool(out.producing) == (r > 0) and not bool(out.started)
+        for field in ("p_mw", "cost"):
+
+            def f(x, field=field):
+                return getattr(_diesel(x, commit_width=w), field)
+
+            analytic = float(jax.grad(f)(jnp.float64(r)))
+            assert analytic > 0
+            assert analytic == pytest.approx(_central(f, r), rel=1e-7)
+        d_cost = u * (1 - u) / w * (80.0 + 250.0 * 0.45) * 0.25 * 1.5
+        assert float(jax.grad(lambda x: _diesel(x, commit_width=w).cost)(r)) == pytest.approx(
+            d_cost, rel=1e-9
+        )
+        assert float(jax.grad(lambda x: _diesel(x).cost)(jnp.float64(r))) == 0.0
+
+
+def test_commitment_relaxation_of_a_start(float64):
+    """A unit that is off and asked to run: the start costs u * start_cost. With
+    test_diesel's two start-up steps it produces nothing this step either way, and its
+    state (starting, two steps left) is the exact one; with no start-up delay it also
+    produces u times the clipped request."""
+    w, off = 0.05, diesel_off()
+    for r in (-0.02, 0.04):
+        u = 1 / (1 + np.exp(-r / w))
+        out = _diesel(jnp.float64(r), commit_width=w, state=off)
+        exact = _diesel(jnp.float64(r), state=off)
+        assert float(out.p_mw) == 0.0 and float(out.cost) == pytest.approx(50 * u, rel=1e-12)
+        for x, y in zip(
+            jax.tree_util.tree_leaves(out.state), jax.tree_util.tree_leaves(exact.state)
+        ):
+            np.testing.assert_array_equal(x, y)
+        f = lambda x: _diesel(x, commit_width=w, state=off).cost  # noqa: E731
+        analytic = float(jax.grad(f)(jnp.float64(r)))
+        assert analytic == pytest.approx(50 * u * (1 - u) / w, rel=1e-9)
+        assert analytic == pytest.approx(_central(f, r), rel=1e-7)
+        now = _diesel(jnp.float64(r), commit_width=w, state=off, start_steps=np.int32(0))
+        # first step: window [0.3, min(max(0.3, 0.15), 1)] = one point, 0.3 MW
+        assert float(now.p_mw) == pytest.approx(u * 0.3, rel=1e-12)
+        fuel = (u * 80.0 + 250.0 * u * 0.3) * 0.25
+        assert float(now.cost) == pytest.approx(fuel * 1.5 + 50 * u, rel=1e-12)
+
+
+def test_commitment_relaxation_approaches_the_exact_model_away_from_zero(float64):
+    """The relaxed output, fuel and cost are ``u`` (``r > 0``: ``1 - u``) times the exact
+    running ones away from the exact: at ten widths or more from a request of 0 within
+    sigmoid(-10) = 4.5e-5 of what committing changes."""
+    requests = jnp.concatenate([jnp.linspace(-1.0, -0.5, 51), jnp.linspace(0.5, 1.0, 51)])
+    for w in (0.05, 0.02):
+        bound = 1 / (1 + np.exp(0.5 / w))  # the nearest request is 0.5 MW from 0
+        for state in (_running_at(0.6), diesel_off()):
+            relaxed = jax.vmap(lambda r, w=w, s=state: _diesel(r, 0.0, w, s))(requests)
+            exact = jax.vmap(lambda r, s=state: _diesel(r, state=s))(requests)
+            for field in ("p_mw", "fuel_l", "cost"):
+                a, b = np.asarray(getattr(relaxed, field)), np.asarray(getattr(exact, field))
+                # off (r <= 0) the exact values are 0: what committing changes is the most
+                assert np.all(b[:51] == 0)
+                assert np.all(np.abs(a - b) <= bound * np.max(np.abs(b)) * (1 + 1e-3))
+
+
 # -- through a dcmg-v0 step -----------------------------------------------------------------
 
 
@@ -428,3 +585,36 @@ def test_dcmg_cooling_smoothing(float64):
     analytic = float(jax.grad(reward)(action, w))
     assert analytic > 1e-4  # less cooling bought
     assert analytic == pytest.approx(_central(lambda x: reward(x, w), action, 1e-6), rel=1e-6)
+
+
+def test_dcmg_diesel_smoothing(float64):
+    """The diesel running at its minimum load (0.3 MW; window [0.3, 0.8] MW with 0.5 MW of
+    ramp a step), asked one width beyond the window: the exact step's reward does not move
+    with the diesel action; with ``diesel.smoothing_mw`` it does. Asked a hair below 0,
+    the exact unit stops (and its reward does not move); with
+    ``diesel.commit_smoothing_mw`` the step sees what running would cost and give. Both
+    as central differences say; explicit zeros are the default step bit for bit."""
+    env, params, state = _dcmg_float64()
+    d = params.diesel
+    state = state.replace(diesel=_running_at(0.3))
+    w = 0.05
+
+    def with_widths(window=0.0, commit=0.0):
+        return params.replace(diesel=d.replace(smoothing_mw=window, commit_smoothing_mw=commit))
+
+    for x in (0.85, -0.01):
+        _same_steps(
+            _dcmg_step(env, state, params, 4, x), _dcmg_step(env, state, with_widths(), 4, x)
+        )
+
+    def reward(x, p):
+        return _dcmg_step(env, state, p, 4, x)[2][0]
+
+    for x, smooth in ((0.85, with_widths(window=w)), (-0.01, with_widths(commit=w))):
+        x = jnp.float64(x)
+        assert float(jax.grad(reward)(x, params)) == 0.0
+        analytic = float(jax.grad(reward)(x, smooth))
+        assert abs(analytic) > 1e-3
+        assert analytic == pytest.approx(
+            _central(lambda y, s=smooth: reward(y, s), x, 1e-6), rel=1e-6
+        )
