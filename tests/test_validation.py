@@ -70,6 +70,7 @@ EDITED = [
     ("dcmg-v0", lambda p: p.replace(datacentre=p.datacentre.replace(cooling_smoothing_mw=-0.1)), r"params\.datacentre\.cooling_smoothing_mw = -0\.1: expected >= 0 MW"),
     ("dcmg-v0", lambda p: p.replace(diesel=p.diesel.replace(smoothing_mw=-0.1)), r"params\.diesel\.smoothing_mw = -0\.1: expected >= 0 MW"),
     ("dcmg-v0", lambda p: p.replace(diesel=p.diesel.replace(commit_smoothing_mw=-0.1)), r"params\.diesel\.commit_smoothing_mw = -0\.1: expected >= 0 MW"),
+    ("voltage13-v0", lambda p: p.replace(tap_smoothing_steps=-0.5), r"params\.tap_smoothing_steps = -0\.5: expected >= 0 tap steps"),
 ]  # fmt: skip
 
 

@@ -1,8 +1,8 @@
 """The devices' smooth surrogates (``BatteryParams.smoothing_mw``, the inverter's
 ``smoothing_mvar``, ``DataCentreParams.cooling_smoothing_mw``, ``DieselParams.smoothing_mw``
-and ``commit_smoothing_mw``): exact at 0, a derivative on the clipped side that equals
-central differences, and the exact model recovered as the width shrinks; alone and
-through an environment's step."""
+and ``commit_smoothing_mw``, the regulator agents' ``tap_smoothing_steps``): exact at 0, a
+derivative on the clipped side that equals central differences, and the exact model
+recovered as the width shrinks; alone and through an environment's step."""
 
 import os
 
@@ -28,6 +28,7 @@ from jaxgrid.devices import (
     reactive_headroom_mvar,
 )
 from jaxgrid.devices.datacentre import thermal_coefficients
+from jaxgrid.devices.regulator import load_regcontrols, move_taps
 
 
 def battery(width, **kw):
@@ -521,6 +522,49 @@ def test_commitment_relaxation_approaches_the_exact_model_away_from_zero(float64
                 assert np.all(np.abs(a - b) <= bound * np.max(np.abs(b)) * (1 + 1e-3))
 
 
+# -- a regulator agent's tap move (Voltage3Params.tap_smoothing_steps) ----------------------
+
+
+def test_tap_move_surrogate(float64):
+    """IEEE 123's seven regulators (steps of 0.00625 pu over [0.9, 1.1]). Width 0: the
+    agents' exact move, ``clip(tap + round(steps) * 0.00625, 0.9, 1.1)``, bit for bit, with
+    a zero derivative. With a width of w steps the tap moves with the request between
+    whole steps (derivative ``tap_step * soft_round'`` away from the range's ends, as
+    central differences say), is exact at whole steps, and stays within the range."""
+    settings = load_regcontrols("ieee123")
+    step = np.asarray(settings.tap_step_pu)
+    # row 0 is asked beyond the top of the range; rows 1-6 start 16 steps from either end
+    taps = jnp.asarray([1.09375, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0])
+    steps = jnp.asarray([4.0, -2.4, 0.3, -2.0, 1.5, 0.0, 2.6])
+    exact = jnp.clip(taps + jnp.round(steps) * step, settings.min_tap_pu, settings.max_tap_pu)
+    np.testing.assert_array_equal(move_taps(settings, taps, steps), exact)
+    np.testing.assert_array_equal(move_taps(settings, taps, steps, 0.0), exact)
+    zero = jax.grad(lambda s: jnp.sum(move_taps(settings, taps, s)))(steps)
+    assert np.all(np.asarray(zero) == 0)
+    between, whole = [1, 2, 4, 6], [3, 5]
+    for w in (0.3, 0.1):
+        moved = np.asarray(move_taps(settings, taps, steps, w))
+        jac = jax.jacfwd(lambda s, w=w: move_taps(settings, taps, s, w))(steps)
+        np.testing.assert_array_equal(jac - jnp.diag(jnp.diag(jac)), 0.0)  # each its own
+        analytic = np.asarray(jnp.diag(jac))
+        assert np.all(analytic > 0)
+        r = np.asarray(steps) - np.floor(np.asarray(steps)) - 0.5
+        by_hand = step / np.cosh(r / w) ** 2 / (2 * w * np.tanh(0.5 / w))
+        np.testing.assert_allclose(analytic[1:], by_hand[1:], rtol=1e-9)
+        # central differences between whole steps (at one the staircase is C1, not C2)
+        h = 1e-6
+        up = move_taps(settings, taps, steps + h, w)
+        down = move_taps(settings, taps, steps - h, w)
+        numeric = np.asarray(up - down) / (2 * h)
+        np.testing.assert_allclose(analytic[between], numeric[between], rtol=1e-6)
+        # whole steps exact; within half a step of the request; within the range
+        np.testing.assert_allclose(moved[whole], [1.0 - 2 * step[3], 1.0], rtol=0, atol=1e-15)
+        target = np.asarray(taps + steps * step)
+        assert np.all(np.abs(moved[1:] - target[1:]) <= 0.5 * step[1:] + 1e-15)
+        assert np.all(moved >= 0.9) and np.all(moved <= 1.1)
+        assert 1.1 - moved[0] <= w * step[0] * np.log(2.0)  # the rounded clip's corner
+
+
 # -- through a dcmg-v0 step -----------------------------------------------------------------
 
 
@@ -618,3 +662,53 @@ def test_dcmg_diesel_smoothing(float64):
         assert analytic == pytest.approx(
             _central(lambda y, s=smooth: reward(y, s), x, 1e-6), rel=1e-6
         )
+
+
+# -- through a voltage123-reg-v0 step (JAXGRID_VALIDATE=full: a float64 feeder step) --------
+
+
+@full_only
+def test_voltage123_regulator_tap_smoothing(float64):
+    """The regulator agents asked for 0.4 of a step each (action 0.1 of 4 steps) at noon:
+    the exact taps do not move (round(0.4) = 0), so neither the new taps nor the reward
+    move with the regulators' actions. An explicit ``tap_smoothing_steps`` of 0 is the
+    default step bit for bit; with 0.2 steps each tap moves by soft_round(0.4) steps, its
+    derivative in its own action ``4 tap_step soft_round'(0.4)``, and the reward's
+    derivative in the regulators' actions equals central differences."""
+    env, params = jaxgrid.make("voltage123-reg-v0")
+    params = jax.tree_util.tree_map(
+        lambda x: (
+            jnp.asarray(x, jnp.float64) if jnp.issubdtype(jnp.asarray(x).dtype, jnp.floating) else x
+        ),
+        params,
+    )
+    _, state = env.reset(jax.random.PRNGKey(0), params)
+    state = state.replace(time=jnp.asarray(48, state.time.dtype))  # noon of 15-minute steps
+    n_reg = env.num_agents - env.n_pv
+    action = jnp.zeros((env.num_agents, 1), jnp.float64).at[env.n_pv :, 0].set(0.1)
+    key = jax.random.PRNGKey(1)
+    step = jax.jit(env.step_env)
+    zero = params.replace(tap_smoothing_steps=jnp.float64(0.0))
+    smooth = params.replace(tap_smoothing_steps=jnp.float64(0.2))
+    _same_steps(step(key, state, action, params), step(key, state, action, zero))
+
+    def outputs(reg, p):
+        out = env.step_env(key, state, action.at[env.n_pv :, 0].set(reg), p)
+        return out[1].tap_pu, jnp.sum(out[2])
+
+    reg = jnp.full((n_reg,), 0.1)
+    taps_jac, reward_grad = jax.jit(jax.jacfwd(outputs))(reg, zero)
+    assert np.all(np.asarray(taps_jac) == 0) and np.all(np.asarray(reward_grad) == 0)
+
+    taps_jac, reward_grad = jax.jit(jax.jacfwd(outputs))(reg, smooth)
+    tap_step = np.asarray(params.regcontrol.tap_step_pu)
+    w, r = 0.2, 0.4 - 0.5
+    by_hand = 4 * tap_step / np.cosh(r / w) ** 2 / (2 * w * np.tanh(0.5 / w))
+    np.testing.assert_allclose(np.diag(np.asarray(taps_jac)), by_hand, rtol=1e-9)
+    assert np.any(np.abs(np.asarray(reward_grad)) > 0)
+    h = 1e-6
+    reward = jax.jit(lambda x: outputs(x, smooth)[1])
+    for i in range(n_reg):
+        e = jnp.zeros(n_reg).at[i].set(h)
+        numeric = float(reward(reg + e) - reward(reg - e)) / (2 * h)
+        assert float(reward_grad[i]) == pytest.approx(numeric, rel=1e-5, abs=1e-9)
