@@ -388,6 +388,7 @@ declare(
     Range("cop_ref", gt=0),
     Range("cop_slope", ge=0, unit="1/K"),
     Range("cop_min", gt=0),
+    Range("cooling_smoothing_mw", ge=0, unit="MW"),
 )
 declare(
     DieselParams,
@@ -401,6 +402,8 @@ declare(
     Range("fuel_l_per_mwh", ge=0, unit="L/MWh"),
     Range("fuel_price", ge=0, unit="currency/L"),
     Range("emission_t_per_l", ge=0, unit="t/L"),
+    Range("smoothing_mw", ge=0, unit="MW"),
+    Range("commit_smoothing_mw", ge=0, unit="MW"),
 )
 declare(
     FlexLoadParams,

@@ -67,6 +67,10 @@ EDITED = [
     ("voltage13-v0", lambda p: p.replace(pv_q_smoothing_kvar=-5.0), r"params\.pv_q_smoothing_kvar = -5: expected >= 0 kvar"),
     ("arbitrage-v0", lambda p: p.replace(battery=p.battery.replace(smoothing_mw=-0.1)), r"params\.battery\.smoothing_mw = -0\.1: expected >= 0 MW"),
     ("arbitrage-v0", lambda p: p.replace(battery=p.battery.replace(q_smoothing_mvar=-0.1)), r"params\.battery\.q_smoothing_mvar = -0\.1: expected >= 0 Mvar"),
+    ("dcmg-v0", lambda p: p.replace(datacentre=p.datacentre.replace(cooling_smoothing_mw=-0.1)), r"params\.datacentre\.cooling_smoothing_mw = -0\.1: expected >= 0 MW"),
+    ("dcmg-v0", lambda p: p.replace(diesel=p.diesel.replace(smoothing_mw=-0.1)), r"params\.diesel\.smoothing_mw = -0\.1: expected >= 0 MW"),
+    ("dcmg-v0", lambda p: p.replace(diesel=p.diesel.replace(commit_smoothing_mw=-0.1)), r"params\.diesel\.commit_smoothing_mw = -0\.1: expected >= 0 MW"),
+    ("voltage13-v0", lambda p: p.replace(tap_smoothing_steps=-0.5), r"params\.tap_smoothing_steps = -0\.5: expected >= 0 tap steps"),
 ]  # fmt: skip
 
 

@@ -30,6 +30,17 @@ is clipped to ``[t_set_min, t_set_max]``). Its electric power is ``q_cool / cop`
 coefficient of performance falls with the outdoor temperature,
 ``cop = max(cop_ref - cop_slope (t_out - t_ref), cop_min)``.
 
+With ``cooling_smoothing_mw > 0`` the cooling's clip to ``[0, q_max_mw]`` is the smooth
+surrogate :func:`jaxgrid.smooth.soft_clip`, rounded over that many MW: the heat removed
+then moves with the setpoint where the exact chiller is off or at its capacity (its
+derivative decays over a few widths instead of dropping to 0), stays within ``[0,
+q_max_mw]``, and differs from the exact clip by at most ``0.69 cooling_smoothing_mw``
+(at a corner; ``w exp(-d / w)`` at ``d`` MW from it). The hall temperature follows from
+the heat removed, ``t_next = drift + g (p_it - q_cool)``, so it stays within what the
+chiller can reach and within ``0.69 g cooling_smoothing_mw`` K of the exact model's
+(``g`` about ``dt_h / c_mwh_per_k``); the cooling's power is ``q_cool / cop`` as ever.
+The default, 0, is the exact model, bit for bit.
+
 **Thermal limit.** ``overheat = max(t_next - t_max, 0)`` (K), a cost for the caller.
 
 Every relation above is linear for given exogenous inputs (arrivals, ``t_out``), so a
@@ -44,6 +55,7 @@ from typing import NamedTuple
 import jax.numpy as jnp
 from flax import struct
 
+from jaxgrid.smooth import soft_clip
 from jaxgrid.types import Array
 
 
@@ -64,6 +76,8 @@ class DataCentreParams:
         cop_slope: its fall per K of outdoor temperature above ``t_ref``, 1/K.
         cop_min: its floor.
         t_ref: reference outdoor temperature, °C.
+        cooling_smoothing_mw: width of the smooth surrogate of the cooling's clip to
+            ``[0, q_max_mw]``, MW; 0 (the default): the exact clip (module docstring).
     """
 
     n_gpus: Array
@@ -80,6 +94,7 @@ class DataCentreParams:
     cop_slope: Array
     cop_min: Array
     t_ref: Array
+    cooling_smoothing_mw: Array = 0.0
 
 
 @struct.dataclass
@@ -151,7 +166,8 @@ def datacentre_step(
     a, g = thermal_coefficients(dt_h, params)
     setpoint = jnp.clip(t_setpoint, params.t_set_min, params.t_set_max)
     drift = a * state.t_hall + (1.0 - a) * t_out  # where the hall goes with no heat input
-    q_cool = jnp.clip(p_it - (setpoint - drift) / g, 0.0, params.q_max_mw)
+    q_wanted = p_it - (setpoint - drift) / g  # the heat that reaches the setpoint
+    q_cool = soft_clip(q_wanted, 0.0, params.q_max_mw, params.cooling_smoothing_mw)
     t_next = drift + g * (p_it - q_cool)
     p_cool = q_cool / cop(t_out, params)
 

@@ -20,15 +20,45 @@ diesel fuel).
 
 **Convention.** Output is generation, ``p_mw >= 0`` (not the load convention of
 :mod:`.battery`).
+
+**Smooth surrogates** (for gradients, :mod:`jaxgrid.smooth`; both widths default to 0,
+the exact model, bit for bit).
+
+- ``smoothing_mw > 0``: the clip of a running unit's request to its window ``[max(p_min,
+  p - ramp), min(p + ramp, p_max)]`` is :func:`jaxgrid.smooth.soft_clip`, rounded over
+  that many MW. The output then moves with a request beyond the window (its derivative
+  decays over a few widths instead of dropping to 0), stays within the window (never
+  below the minimum stable load), and is at most ``0.69 smoothing_mw`` short of a bound
+  it is asked to reach. Where the window is a single point (``low >= high``) the output
+  is that point, as in the exact model.
+- ``commit_smoothing_mw > 0`` relaxes the commitment in the step's flows, not in its
+  state. The unit runs this step with the weight ``u = sigmoid(p_request / w)`` in
+  place of the indicator ``p_request > 0``: where it is ready to produce this step
+  (running, or ``start_steps == 0``) its output is ``u`` times the clipped request and
+  its fuel ``u F0 p_max dt + F1 p dt``; where it would start, the start costs ``u
+  start_cost``. This is the mixed-integer programme's relaxation (on/off share ``u`` in
+  [0, 1], output within ``u`` times the window) at a point set by the request: a
+  planner sees both the no-load fuel and start it saves by stopping and the energy it
+  then loses. What stays discrete: the state (``running``, ``start_left``: a start-up
+  and its end follow ``p_request > 0``), the flags ``producing`` and ``started``, and
+  so the path from a start to the output it gives ``start_steps`` later, which carries
+  no gradient (with ``start_steps >= 1`` a unit that is off sees the cost of a start
+  and not its benefit). Output, fuel and start cost differ from the exact ones by
+  ``sigmoid(-|p_request| / w)`` of what committing changes (``4.5e-5`` of it at ten
+  widths from 0); at a request of 0, where the exact unit is off, the relaxed one runs
+  at half weight: ask for ``p_request <= -10 w`` to be off within that. The state's
+  ``p_mw`` is the relaxed output (the next ramp window starts from it).
 """
 
 from __future__ import annotations
 
 from typing import NamedTuple
 
+import jax
 import jax.numpy as jnp
 from flax import struct
 
+from jaxgrid.smooth import soft_clip
 from jaxgrid.types import Array
 
 
@@ -46,6 +76,11 @@ class DieselParams:
         fuel_l_per_mwh: ``F1``, litres per MWh generated.
         fuel_price: currency per litre.
         emission_t_per_l: tonnes of CO2 per litre.
+        smoothing_mw: width of the smooth surrogate of the ramp window's clip, MW; 0
+            (the default): the exact clip (module docstring).
+        commit_smoothing_mw: width of the sigmoid that relaxes the commitment in the
+            step's output, fuel and start cost, MW of request; 0 (the default): the
+            exact on/off (module docstring).
     """
 
     p_max_mw: Array
@@ -57,6 +92,8 @@ class DieselParams:
     fuel_l_per_mwh: Array
     fuel_price: Array
     emission_t_per_l: Array
+    smoothing_mw: Array = 0.0
+    commit_smoothing_mw: Array = 0.0
 
 
 @struct.dataclass
@@ -114,8 +151,22 @@ def diesel_step(state: DieselState, p_request_mw, dt_h, params: DieselParams) ->
         jnp.minimum(jnp.maximum(params.p_min_mw, ramp), params.p_max_mw),
     )
     low = jnp.maximum(params.p_min_mw, state.p_mw - ramp)
-    p = jnp.where(producing, jnp.clip(p_request_mw, jnp.minimum(low, high), high), 0.0)
+    window = soft_clip(p_request_mw, jnp.minimum(low, high), high, params.smoothing_mw)
+    p = jnp.where(producing, window, 0.0)
     fuel = fuel_litres(p, producing, dt_h, params)
+    start_cost = jnp.where(started, params.start_cost, 0.0)
+
+    # the commitment's relaxation (module docstring), selected where its width is > 0
+    relax = params.commit_smoothing_mw > 0
+    u = jax.nn.sigmoid(p_request_mw / jnp.where(relax, params.commit_smoothing_mw, 1.0))
+    would_start = ~state.running & (state.start_left == 0)
+    ready = state.running | (jnp.where(would_start, params.start_steps, state.start_left) == 0)
+    p_relaxed = jnp.where(ready, u * window, 0.0)
+    noload = params.fuel_noload_l_per_mwh * params.p_max_mw  # L/h while running
+    fuel_relaxed = jnp.where(ready, u * noload + params.fuel_l_per_mwh * p_relaxed, 0.0) * dt_h
+    p = jnp.where(relax, p_relaxed, p)
+    fuel = jnp.where(relax, fuel_relaxed, fuel)
+    start_cost = jnp.where(relax, jnp.where(would_start, u * params.start_cost, 0.0), start_cost)
     return DieselStep(
         state=DieselState(
             running=producing | (still_starting & (left_after == 0)),
@@ -126,7 +177,7 @@ def diesel_step(state: DieselState, p_request_mw, dt_h, params: DieselParams) ->
         producing=producing,
         started=started,
         fuel_l=fuel,
-        cost=fuel * params.fuel_price + jnp.where(started, params.start_cost, 0.0),
+        cost=fuel * params.fuel_price + start_cost,
         emissions_t=fuel * params.emission_t_per_l,
         clipped_mw=jnp.where(producing, jnp.abs(p_request_mw - p), 0.0),
     )

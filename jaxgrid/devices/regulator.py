@@ -64,6 +64,7 @@ from jaxgrid.grid.three_phase.upf import (
     element_admittances,
     unbalanced_power_flow,
 )
+from jaxgrid.smooth import soft_clip, soft_round
 from jaxgrid.types import Array, float_dtype
 
 N_ROUNDS = 15  # OpenDSS's default maxcontroliter
@@ -212,6 +213,33 @@ def tap_step(settings: RegControlSettings, taps: Array, v_seen: Array) -> TapSte
     new = jnp.clip(moved_to, settings.min_tap_pu, settings.max_tap_pu)
     new = jnp.where(acts, new, taps)
     return TapStep(tap_pu=new, moved=new != taps, steps=steps)
+
+
+def move_taps(
+    settings: RegControlSettings, taps: Array, steps: Array, smoothing_steps: Array = 0.0
+) -> Array:
+    """Taps (pu) after an operator (an agent, not the controller) moves each by
+    ``round(steps)`` tap steps of ``settings.tap_step_pu``, clipped to ``[min_tap_pu,
+    max_tap_pu]``.
+
+    Args:
+        settings: the controls (their tap step and range).
+        taps: ``(n_reg,)`` present taps, pu.
+        steps: ``(n_reg,)`` tap steps asked for, a real number each (rounded half to even).
+        smoothing_steps: ``()`` or ``(n_reg,)`` width of the smooth surrogate, tap steps;
+            0 (the default): the exact rounding and clip. Where positive the rounding is
+            :func:`jaxgrid.smooth.soft_round` (exact at whole steps, at most half a step
+            from the request; its derivative no longer 0 between them) and the clip
+            :func:`jaxgrid.smooth.soft_clip` over ``smoothing_steps * tap_step_pu`` pu:
+            the tap then takes positions between whole steps, which a regulator cannot.
+    """
+    whole = soft_round(steps, smoothing_steps)
+    return soft_clip(
+        taps + whole * settings.tap_step_pu,
+        settings.min_tap_pu,
+        settings.max_tap_pu,
+        smoothing_steps * settings.tap_step_pu,
+    )
 
 
 @struct.dataclass

@@ -13,6 +13,7 @@ declare(
     Range("pv_p_max_kw", ge=0, unit="kW"),
     Range("pv_s_max_kva", ge=0, unit="kVA"),
     Range("pv_q_smoothing_kvar", ge=0, unit="kvar"),
+    Range("tap_smoothing_steps", ge=0, unit="tap steps"),
     Range("v_ref", gt=0, lt=2, unit="pu"),
     *voltage_band(),
     Range("vuf_limit", ge=0, lt=1, unit="(negative over positive sequence)"),

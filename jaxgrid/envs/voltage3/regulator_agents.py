@@ -8,7 +8,10 @@ off (``params.tap_control`` False): the agents set the taps.
 headroom, as in the base environment. A regulator's row moves its tap by
 ``round(a * max_tap_steps)`` steps of ``params.regcontrol.tap_step_pu`` (0.00625 pu on
 the IEEE feeders), clipped to the control's tap range, before the step's power flow: the
-new taps hold for this step and the next ones until moved again.
+new taps hold for this step and the next ones until moved again. With
+``params.tap_smoothing_steps > 0`` the rounding and the clip are smooth surrogates
+(:func:`jaxgrid.devices.regulator.move_taps`): the taps move with the action between
+whole steps, for gradients; 0 (the default) is the exact model.
 
 **Observation.** ``(n_pv + n_reg, 10)``: the base environment's nine columns and
 ``tap_pu``. An inverter's row is the base one with ``tap_pu`` 0. A regulator's row holds
@@ -25,6 +28,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 
 from jaxgrid import spaces
+from jaxgrid.devices.regulator import move_taps
 from jaxgrid.envs.voltage3.env import Voltage3Control
 from jaxgrid.envs.voltage3.types import Voltage3Params, Voltage3State
 
@@ -77,11 +81,9 @@ class Voltage3RegulatorAgents(Voltage3Control):
         return jnp.concatenate([pv, regulators.astype(pv.dtype)])
 
     def transition(self, key, state: Voltage3State, action, params: Voltage3Params):
-        control = params.regcontrol
-        steps = jnp.round(action[self.n_pv :, 0] * self.max_tap_steps)
-        taps = jnp.clip(
-            state.tap_pu + steps * control.tap_step_pu, control.min_tap_pu, control.max_tap_pu
-        ).astype(state.tap_pu.dtype)
+        steps = action[self.n_pv :, 0] * self.max_tap_steps
+        taps = move_taps(params.regcontrol, state.tap_pu, steps, params.tap_smoothing_steps)
+        taps = taps.astype(state.tap_pu.dtype)
         return super().transition(key, state.replace(tap_pu=taps), action[: self.n_pv], params)
 
     def baselines(self, params: Voltage3Params) -> dict:

@@ -66,6 +66,10 @@ class Voltage3Params:
         pv_q_smoothing_kvar: ``()`` width of the smooth surrogate of the inverters'
             reactive headroom, kvar (:mod:`jaxgrid.devices.renewable`, in this
             environment's kW and kvar); 0 (the default): the exact model.
+        tap_smoothing_steps: ``()`` width of the smooth surrogate of a regulator
+            agent's tap move, tap steps (:func:`~jaxgrid.devices.regulator.move_taps`;
+            ``voltage123-reg-v0``, where agents set the taps); 0 (the default): whole
+            steps, the exact model.
     """
 
     feeder: Feeder3
@@ -89,3 +93,4 @@ class Voltage3Params:
     power_flow_penalty: Array
     scalarisation: Scalarisation
     pv_q_smoothing_kvar: Array = 0.0
+    tap_smoothing_steps: Array = 0.0
