@@ -1,6 +1,9 @@
 """tso118-v0 and its variants: the contract, the commitment rules by hand, the dispatch
 against HiGHS, and the MILP oracle against the baselines and an independent check."""
 
+import sys
+from pathlib import Path
+
 import chex
 import jax
 import jax.numpy as jnp
@@ -10,6 +13,9 @@ import pytest
 import jaxgrid
 from jaxgrid.envs.tso import commit, day_oracle
 from jaxgrid.envs.tso.fleet import UnitParams
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "dispatch"))
+from highs_dcopf import solve as highs_dcopf  # noqa: E402  (the dispatch tests' own DC-OPF)
 
 KEY = jax.random.PRNGKey(0)
 
@@ -118,7 +124,6 @@ def test_min_up_down_sequence_in_the_env(tso14):
 
 
 def test_step_dispatch_equals_highs_dcopf(tso14):
-    highs = pytest.importorskip("tests.dispatch.highs_dcopf")
     env, params = tso14
     _, state = env.reset(KEY, params)
     request = jnp.array([True, True, False, True, False])
@@ -128,7 +133,7 @@ def test_step_dispatch_equals_highs_dcopf(tso14):
         pmax_mw=np.asarray(c.p_high_mw),
         rate_mva=np.asarray(params.rate_mva),
     )
-    ref = highs.solve(
+    ref = highs_dcopf(
         network,
         np.asarray(params.load_share) * float(net.net_load_mw),
         cost_poly=np.asarray(params.units.cost_poly),
