@@ -82,6 +82,15 @@ class Tanks(Environment):
         )
 
 
+class LoudTanks(Tanks):
+    """Tanks whose overflow cost is counted in units 1e4 times the reward's, plus 1e3 a
+    step: cost values on the scale of ``voltage33-v0``'s failure charges."""
+
+    def transition(self, key, state, action, params):
+        step = super().transition(key, state, action, params)
+        return step._replace(costs=step.costs * 1e4 + 1e3)
+
+
 class DtypeDrift(Tanks):
     """Bug: the step turns the integer clock into a float."""
 

@@ -160,22 +160,13 @@ def test_a_loose_budget_keeps_its_multiplier_at_zero():
     np.testing.assert_allclose(estimate, logged, rtol=1e-4)  # episodes end in every update
 
 
-class LoudTanks(toy_envs.Tanks):
-    """Tanks whose overflow cost is counted in units 1e4 times the reward's, plus 1e3 a
-    step: value targets on the scale of ``voltage33-v0``'s failure charges."""
-
-    def transition(self, key, state, action, params):
-        step = super().transition(key, state, action, params)
-        return step._replace(costs=step.costs * 1e4 + 1e3)
-
-
 def test_a_loose_budget_on_a_loud_cost_leaves_the_policy_to_the_reward():
     """With a budget its multiplier never leaves 0 for, the policy's advantages are the
     reward's alone, so it must learn as without a budget. Before the cost critics learnt
     standardised values, their squared errors (1e7) filled the gradient's global norm,
     clipped to ``max_grad_norm``, and left the policy a sliver of it: return -1.31
     against -0.74 without the budget (on voltage33-v0: CR 0.23 against 0.82)."""
-    env = LoudTanks(num_agents=2, horizon=16)
+    env = toy_envs.LoudTanks(num_agents=2, horizon=16)
 
     def final_return(budgets):
         config = ppo.PPOConfig(

@@ -11,7 +11,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from toy_envs import Doors, Tanks
+from toy_envs import Doors, LoudTanks, Tanks
 
 from jaxgrid.cli import main
 from jaxgrid.train import isac, sac
@@ -187,6 +187,28 @@ def test_a_binding_cost_budget_lowers_the_cost_learned():
     assert kept < 0.25 * free, (free, kept)
     assert float(runner.lagrange.multiplier[0]) > 0.0
     assert np.asarray(metrics["lagrange"]).shape[-1] == 1  # per cost name
+
+
+def test_a_loose_budget_on_a_loud_cost_leaves_the_policy_to_the_reward():
+    """As for PPO (test_lagrangian): with a budget its multiplier never leaves 0 for, ISAC
+    learns as without one. Before the Q-functions learnt a cost's values in units of its
+    scale, a cost counted 1e4 times the reward filled their loss: return -2.15 against
+    -0.32."""
+    env = LoudTanks(num_agents=2, horizon=8)
+    params = env.default_params()
+
+    def learned(budgets):
+        config = _small(**TANK_SETTINGS, cost_budgets=budgets)
+        fns = isac.make_train(config, env, params)
+        runner, _ = jax.jit(fns.train)(KEY)
+        return runner, evaluate(fns.policy(runner), env, params, KEY, episodes=64, test_days=False)[
+            "return"
+        ]
+
+    _, free = learned(())
+    runner, loose = learned((("overflow", 1e9),))
+    np.testing.assert_array_equal(runner.lagrange.multiplier, 0.0)
+    assert abs(loose - free) < 0.1, (loose, free)
 
 
 def test_the_sac_update_step_compiles_once():
