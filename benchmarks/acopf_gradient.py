@@ -18,7 +18,6 @@ ends). Times: median of repeated calls after compilation, compile (first call) a
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
@@ -54,35 +53,11 @@ def run(cases, repeats):
         solve_s = median_time(value, args, repeats)[0]
         both = jax.jit(jax.value_and_grad(lambda *a, w=weighted: w(*a)[0], argnums=(0, 2)))
         seconds, first, _ = median_time(both, args, repeats)
-        rows.append((name, errors[0], errors[1], seconds, solve_s, first))
+        rows.append((name, "implicit", errors[0], errors[1], seconds, solve_s, first))
     return rows
 
 
-def table(rows) -> str:
-    lines = [
-        "| case | rel. error d/d pd | rel. error d/d cost_poly "
-        "| value+grad, ms | value alone, ms | compile+first, s |",
-        "|---|---|---|---|---|---|",
-    ]
-    for name, e_pd, e_poly, s, solve_s, first in rows:
-        lines.append(
-            f"| {name} | {e_pd:.1e} | {e_poly:.1e} | {1e3 * s:.2f} "
-            f"| {1e3 * solve_s:.2f} | {first:.1f} |"
-        )
-    return "\n".join(lines)
-
-
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--cases", nargs="+", default=list(CASES), choices=list(CASES))
-    parser.add_argument("--repeats", type=int, default=20)
-    parser.add_argument("--out", type=Path)
-    args = parser.parse_args()
-    text = table(run(args.cases, args.repeats))
-    print(text)
-    if args.out:
-        args.out.write_text(text + "\n")
-
-
 if __name__ == "__main__":
-    main()
+    from dcopf_gradient import main  # the same table and command line
+
+    main(run, CASES, __doc__)

@@ -98,9 +98,11 @@ def table(rows) -> str:
     return "\n".join(lines)
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--cases", nargs="+", default=list(POINTS), choices=list(POINTS))
+def main(run=run, cases=tuple(POINTS), doc=__doc__):
+    """The command line of this script and of ``acopf_gradient.py``: ``run(cases,
+    repeats)``'s rows as a table, printed and with ``--out`` written."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--cases", nargs="+", default=list(cases), choices=list(cases))
     parser.add_argument("--repeats", type=int, default=20)
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()

@@ -10,6 +10,7 @@ import warnings
 from pathlib import Path
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -52,6 +53,17 @@ def run_ac(net):
         warnings.simplefilter("ignore")
         pp.runpp(net, tolerance_mva=1e-9, numba=False, max_iteration=50)
     return net
+
+
+def float64_leaves(tree):
+    """``tree`` with every floating leaf cast to float64 (integer and boolean leaves as
+    they are); call it under :func:`x64`."""
+    return jax.tree_util.tree_map(
+        lambda x: (
+            jnp.asarray(x, jnp.float64) if jnp.issubdtype(jnp.asarray(x).dtype, jnp.floating) else x
+        ),
+        tree,
+    )
 
 
 def assert_tree_finite(tree, what: str = "tree"):

@@ -184,7 +184,7 @@ def dual_step(
     cost estimated from ``ended`` (the episode sums of the update, ``episodes`` and ``episode_costs``
     ``(n_costs,)``), else, where no episode ended, the mean of ``costs`` ``(..., n_budgeted)``
     per step times ``horizon``; returns the new state and that ``(n_budgeted,)``
-    estimate. With ``charged`` (``costs`` with :func:`charge_lost_steps`' charges), the
+    estimate. With ``charged`` (:func:`charge_lost_steps`' ``Charged.episode``), the
     charges count in the ended episodes' costs (mean over agents) and the per-step
     fallback uses the charged costs."""
     if charged is not None:

@@ -687,12 +687,11 @@ def microbatch_count(minibatch: int, agents: int, max_rows: int | None) -> int:
 
 def cost_value_scale(stats: RunningStats) -> jax.Array:
     """The scale ``(costs,)`` a cost critic's values are learnt in: the root mean square of
-    the cost's value targets so far, ``sqrt(mean^2 + var)``. A scale, not a shift: an
-    output of 0 stays a value of 0, as for the reward's critic (rewards are scaled, not
-    centred), which matters at the horizon, where the truncated last step bootstraps from
-    the value of an observation the critic never learns from; centred at the targets'
-    mean, that value was the mean cost-to-go, and a failure at the last steps looked
-    cheaper than finishing (on ``toy_envs.Cliff``, 30 % of last steps stepped off)."""
+    the cost's value targets so far, ``sqrt(mean^2 + var)``. A scale, not a shift, as the
+    reward's critic learns rewards scaled and not centred: an output of 0 stays a value of
+    0. (Centring or not made no difference on ``toy_envs.Cliff``, where either way a
+    failure in the last steps looked cheaper than finishing until the critics were
+    charged a failure's discounted tail, :mod:`jaxgrid.train.lagrangian`.)"""
     return jnp.sqrt(stats.mean**2 + stats.var + 1e-8)
 
 

@@ -10,6 +10,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from conftest import float64_leaves
 from test_datacentre import params as dc_params
 from test_datacentre import state as dc_state
 from test_datacentre import step as dc_step
@@ -113,21 +114,11 @@ def test_inverter_headroom_derivative_at_the_rating(float64):
     )
 
 
-def _float64(params):
-    """``params`` with every float leaf in float64."""
-    return jax.tree_util.tree_map(
-        lambda x: (
-            jnp.asarray(x, jnp.float64) if jnp.issubdtype(jnp.asarray(x).dtype, jnp.floating) else x
-        ),
-        params,
-    )
-
-
 def test_arbitrage_step_gradient_with_a_smoothed_battery(float64):
     """A full-power charge request near a full battery: the exact step's reward does not
     move with the request; with ``smoothing_mw`` it does, as central differences say."""
     env, params = jaxgrid.make("arbitrage-v0")
-    params = _float64(params)
+    params = float64_leaves(params)
     _, state = env.reset(jax.random.PRNGKey(0), params)
     b = params.battery
     state = state.replace(soc=jnp.asarray(b.soc_max - 0.02, jnp.float64).reshape(state.soc.shape))
@@ -171,7 +162,7 @@ def _saturated_inverters(name):
     exact reactive power is 0 whatever the action asks. ``action`` asks each inverter for
     half its headroom; ``q_index`` indexes its reactive share in the action."""
     env, params = jaxgrid.make(name)
-    params = _float64(params)
+    params = float64_leaves(params)
     _, state = env.reset(jax.random.PRNGKey(0), params)
     action = jnp.zeros(env.action_space(params).shape, jnp.float64)
     if name == "ders33-v0":
@@ -572,7 +563,7 @@ def _dcmg_float64():
     """``(env, params, state)``: dcmg-v0 in float64, reset at midnight of key 0's day (no
     PV, empty queues, hall at 22 °C, battery at 0.5, diesel off)."""
     env, params = jaxgrid.make("dcmg-v0")
-    params = _float64(params)
+    params = float64_leaves(params)
     _, state = env.reset(jax.random.PRNGKey(0), params)
     return env, params, state
 
@@ -671,7 +662,7 @@ def test_voltage123_regulator_tap_smoothing(float64):
     derivative in its own action ``4 tap_step soft_round'(0.4)``, and the reward's
     derivative in the regulators' actions equals central differences."""
     env, params = jaxgrid.make("voltage123-reg-v0")
-    params = _float64(params)
+    params = float64_leaves(params)
     _, state = env.reset(jax.random.PRNGKey(0), params)
     state = state.replace(time=jnp.asarray(48, state.time.dtype))  # noon of 15-minute steps
     n_reg = env.num_agents - env.n_pv

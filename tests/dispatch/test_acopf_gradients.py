@@ -27,7 +27,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import x64
+from conftest import float64_leaves, x64
 
 from jaxgrid.dispatch import acopf
 from jaxgrid.grid import network_from_matpower
@@ -44,10 +44,7 @@ def _network(name):
     """``name`` in float64; case9 with its most loaded line, branch 6 (8-2, 134.6 MVA
     at the optimum without a binding limit), rated at 130 MVA."""
     network = network_from_matpower(name)
-    network = jax.tree_util.tree_map(
-        lambda x: jnp.asarray(x, jnp.float64) if jnp.issubdtype(x.dtype, jnp.floating) else x,
-        network,
-    )
+    network = float64_leaves(network)
     if name == "case9":
         network = network.replace(rate_mva=network.rate_mva.at[6].set(130.0))
     return network

@@ -15,7 +15,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import x64
+from conftest import float64_leaves, x64
 from instances import tightened
 
 from jaxgrid.dispatch import dcopf, monitored_branches
@@ -32,10 +32,7 @@ def _network(name):
         network = tightened(network_from_matpower("case9"), n_lines=2, factor=0.85)
     else:
         network = tightened(network_from_matpower(name))
-    return jax.tree_util.tree_map(
-        lambda x: jnp.asarray(x, jnp.float64) if jnp.issubdtype(x.dtype, jnp.floating) else x,
-        network,
-    )
+    return float64_leaves(network)
 
 
 # load scale, and a reserve above the headroom (short at its price) or below it (slack)

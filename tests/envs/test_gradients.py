@@ -26,7 +26,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import x64
+from conftest import float64_leaves, x64
 
 import jaxgrid
 from jaxgrid.devices.ev import connected
@@ -188,9 +188,7 @@ ENVS = ["arbitrage-v0", "dso33-v0"] + (
 def test_step_gradients_equal_central_differences(name):
     with x64():
         env, params = jaxgrid.make(name)
-        params = jax.tree_util.tree_map(
-            lambda x: jnp.asarray(x, jnp.float64) if _is_float(x) else x, params
-        )
+        params = float64_leaves(params)
         params, state = _smooth_point(name, env, params)
         action = _action(name, env, params)
         f = _weighted_outputs(env, state, action, params)

@@ -10,7 +10,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import x64
+from conftest import float64_leaves, x64
 
 from jaxgrid.grid import network_from_matpower
 from jaxgrid.grid.acpf import acpf
@@ -23,10 +23,7 @@ ITERATIONS = {"fast_decoupled": (40, 80), "newton": (8, 16)}
 def _problem():
     """case14 at 1.2x load (float64) and a random weighting of the outputs."""
     network = network_from_matpower(CASE)
-    network = jax.tree_util.tree_map(
-        lambda x: jnp.asarray(x, jnp.float64) if jnp.issubdtype(x.dtype, jnp.floating) else x,
-        network,
-    )
+    network = float64_leaves(network)
     w = jax.random.normal(jax.random.PRNGKey(0), (3, network.n_bus), jnp.float64)
     return network, w
 

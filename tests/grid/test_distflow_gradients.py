@@ -6,7 +6,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import x64
+from conftest import float64_leaves, x64
 
 from jaxgrid.grid import case33bw
 from jaxgrid.grid.distflow import distflow
@@ -28,10 +28,7 @@ AGREE = {"sweep": 5e-10, "newton": 1e-13, "fallback": 5e-10}
 
 def _problem():
     """case33bw at 1.3x load (float64), a random weighting of the outputs and directions."""
-    feeder = jax.tree_util.tree_map(
-        lambda x: jnp.asarray(x, jnp.float64) if jnp.issubdtype(x.dtype, jnp.floating) else x,
-        case33bw(),
-    )
+    feeder = float64_leaves(case33bw())
     p, q = 1.3 * feeder.p_load_mw, 1.3 * feeder.q_load_mvar
     w = jax.random.normal(jax.random.PRNGKey(0), (feeder.n_bus,), jnp.float64)
     return feeder, p, q, w

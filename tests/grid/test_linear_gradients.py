@@ -10,22 +10,13 @@ whose derivatives are taken at points away from their kinks.
 
 import jax
 import jax.numpy as jnp
-from conftest import x64
+from conftest import float64_leaves, x64
 
 from jaxgrid.grid import case33bw, dcpf, lindistflow, network_from_matpower
 from jaxgrid.grid.three_phase import lindist3flow, lindist3flow_model, load_feeder3
 
 EPS = 1e-6
 REL_TOL = 1e-6
-
-
-def _float64(tree):
-    return jax.tree_util.tree_map(
-        lambda x: (
-            jnp.asarray(x, jnp.float64) if jnp.issubdtype(jnp.asarray(x).dtype, jnp.floating) else x
-        ),
-        tree,
-    )
 
 
 def _weighted(outputs_of):
@@ -59,7 +50,7 @@ def _check(scalar, x):
 
 def test_lindistflow_gradients_in_loads_and_impedances():
     with x64():
-        feeder = _float64(case33bw())
+        feeder = float64_leaves(case33bw())
         p, q = 1.2 * feeder.p_load_mw, 1.2 * feeder.q_load_mvar
         _check(_weighted(lambda pq: lindistflow(feeder, pq[0], pq[1])), jnp.stack([p, q]))
         _check(
@@ -70,7 +61,7 @@ def test_lindistflow_gradients_in_loads_and_impedances():
 
 def test_dc_power_flow_gradients_in_injections_and_reactances():
     with x64():
-        network = _float64(network_from_matpower("case14"))
+        network = float64_leaves(network_from_matpower("case14"))
         _check(_weighted(lambda pd: dcpf(network, pd_mw=pd)), network.pd_mw)
         _check(_weighted(lambda pg: dcpf(network, pg_mw=pg)), network.pg_mw)
         _check(_weighted(lambda x: dcpf(network.replace(x_pu=x))), network.x_pu)
@@ -78,7 +69,7 @@ def test_dc_power_flow_gradients_in_injections_and_reactances():
 
 def test_lindist3flow_gradients_in_load_scale_and_injections():
     with x64():
-        model = _float64(lindist3flow_model(load_feeder3("ieee13")))
+        model = float64_leaves(lindist3flow_model(load_feeder3("ieee13")))
         n_lp = model.load_p_kw.shape[-1]
         scale = jnp.linspace(0.8, 1.2, n_lp)
         _check(_weighted(lambda s: lindist3flow(model, s)), scale)
