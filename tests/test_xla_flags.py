@@ -1,0 +1,77 @@
+"""The XLA settings `import jaxgrid` makes: without them a batch split over two CPU
+devices deadlocks in jaxlib's LAPACK kernels (jaxgrid/_xla_flags.py)."""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from jaxgrid import _xla_flags
+
+SPLIT_STEP = textwrap.dedent(
+    """
+    import jax, jax.numpy as jnp
+    import jaxgrid
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+    assert len(jax.devices()) == 2
+    env, params = jaxgrid.make("voltage123-v0")
+    envs = NamedSharding(Mesh(jax.devices(), ("envs",)), PartitionSpec("envs"))
+    keys = jax.random.split(jax.random.PRNGKey(0), 64)
+    _, state = jax.jit(jax.vmap(env.reset, in_axes=(0, None)))(keys, params)
+    actions = jax.vmap(env.action_space(params).sample)(keys)
+    step = jax.vmap(env.step, in_axes=(0, 0, 0, None))
+
+    @jax.jit
+    def rollout(state):  # the kernels deadlocked inside a loop, as a user's rollout is
+        def body(state, _):
+            obs, state, reward, *_ = step(keys, state, actions, params)
+            return state, reward
+
+        return jax.lax.scan(body, state, length=3)
+
+    state, reward = rollout(jax.device_put(state, envs))
+    print("stepped", float(jnp.sum(reward)))
+    """
+)
+
+
+def test_a_step_split_over_two_cpu_devices_returns():
+    """`voltage123-v0`'s step factorises each environment's tap system (LAPACK getrf);
+    a scan of it split over two host devices at 64 environments deadlocked in jaxlib
+    0.10 every time on a 2-core machine before `PJRT_NPROC` was widened (a kernel called
+    from a loop runs on a thread of the pool it waits for)."""
+    env = dict(os.environ, JAX_PLATFORMS="cpu")
+    env["XLA_FLAGS"] = "--xla_force_host_platform_device_count=2"
+    for name in _xla_flags.POOL_VARIABLES:
+        env.pop(name, None)
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", SPLIT_STEP], env=env, capture_output=True, text=True, timeout=300
+        )
+    except subprocess.TimeoutExpired:
+        pytest.fail("a step split over two CPU devices did not return in 300 s (deadlock)")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "stepped" in done.stdout
+
+
+def test_the_pool_is_widened_only_for_a_split_cpu_unless_the_user_chose(monkeypatch):
+    for name in (*_xla_flags.POOL_VARIABLES, "JAX_NUM_CPU_DEVICES"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("XLA_FLAGS", "--xla_cpu_enable_fast_math=false")
+    _xla_flags.widen_cpu_thread_pool()
+    assert "PJRT_NPROC" not in os.environ  # one device: XLA's own pool
+    monkeypatch.setenv("XLA_FLAGS", "--xla_force_host_platform_device_count=2")
+    _xla_flags.widen_cpu_thread_pool()
+    assert os.environ["PJRT_NPROC"] == str(max(_xla_flags.usable_cores(), 3))
+    monkeypatch.delenv("PJRT_NPROC")
+    monkeypatch.setenv("XLA_FLAGS", "")
+    monkeypatch.setenv("JAX_NUM_CPU_DEVICES", "64")
+    _xla_flags.widen_cpu_thread_pool()
+    assert os.environ["PJRT_NPROC"] == "65"
+    monkeypatch.delenv("PJRT_NPROC")
+    monkeypatch.setenv("NPROC", "3")
+    _xla_flags.widen_cpu_thread_pool()
+    assert "PJRT_NPROC" not in os.environ
