@@ -1,11 +1,8 @@
 """jaxgrid: JAX-native, jittable multi-agent smart-grid environments for reinforcement learning."""
 
-from jaxgrid._xla_flags import avoid_cpu_scheduler_hang, widen_cpu_thread_pool
+from jaxgrid._xla_flags import avoid_cpu_scheduler_hang
 
-# before JAX starts its backend: jaxlib 0.10's batched LAPACK kernels can deadlock XLA's
-# CPU thread pool otherwise (jaxgrid/_xla_flags.py)
-avoid_cpu_scheduler_hang()
-widen_cpu_thread_pool()
+avoid_cpu_scheduler_hang()  # before JAX starts its backend (jaxgrid/_xla_flags.py)
 
 # envs: importing it registers the environments
 from jaxgrid import envs, grid, rewards, spaces  # noqa: E402

@@ -125,3 +125,36 @@ def median(values: Array) -> Array:
     n = values.shape[-1]
     middle = jnp.stack([ordered[..., (n - 1) // 2], ordered[..., n // 2]], axis=-1)
     return jnp.sum(middle, axis=-1) * 0.5
+
+
+def gauss_jordan_inverse(a: Array) -> Array:
+    """The inverse of a small square matrix ``a`` ``(n, n)`` (real or complex) by
+    Gauss-Jordan elimination with partial pivoting, written in JAX operations: ``n``
+    steps of a ``lax.fori_loop``, each a row swap (by masks, not a scatter) and a rank-1
+    update of the ``(n, 2n)`` augmented matrix; ``2 n^3`` multiply-adds.
+
+    Why not ``jnp.linalg.inv``: jaxlib 0.10's CPU LAPACK kernels hand a large enough
+    batch's chunks to XLA's thread pool and block their own pool thread until the chunks
+    are done, so inside a loop on a CPU split into host devices they can wait for each
+    other for ever (``jaxgrid/_xla_flags.py``). For the few small inverses of an
+    environment's step (the regulators' 18 x 18 tap system of IEEE 123) these operations
+    batch under ``vmap`` without LAPACK and differentiate as any JAX program does (the
+    pivot choice is piecewise constant); measured against ``jnp.linalg.inv`` in one
+    process, ``voltage123-v0`` stepped 3 % slower at 256 environments on a 2-core CPU.
+    """
+    n = a.shape[-1]
+    rows = jnp.arange(n)
+    augmented = jnp.concatenate([a, jnp.eye(n, dtype=a.dtype)], axis=-1)
+
+    def eliminate(k, m):
+        column = jnp.abs(m[:, k])
+        pivot = jnp.argmax(jnp.where(rows >= k, column, -1.0))
+        row_k, row_pivot = m[k], m[pivot]
+        m = jnp.where(
+            (rows == k)[:, None], row_pivot, jnp.where((rows == pivot)[:, None], row_k, m)
+        )
+        row = m[k] / m[k, k]
+        factor = jnp.where(rows == k, 0.0, m[:, k])
+        return jnp.where((rows == k)[:, None], row, m - factor[:, None] * row)
+
+    return jax.lax.fori_loop(0, n, eliminate, augmented)[:, n:]

@@ -1,9 +1,10 @@
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 from conftest import x64
 
-from jaxgrid.numerics import sum_last_axis, transpose_once
+from jaxgrid.numerics import gauss_jordan_inverse, sum_last_axis, transpose_once
 
 
 def _spread_values(dtype):
@@ -25,3 +26,16 @@ def test_transpose_once_is_exact(dtype):
 def test_sum_last_axis_matches_numpy():
     x = np.random.default_rng(1).uniform(0, 1000, (7, 26, 26)).astype(np.float32)
     np.testing.assert_allclose(jax.jit(sum_last_axis)(x), x.sum(-1), rtol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [np.complex128, np.float64])
+def test_gauss_jordan_inverse_equals_numpy_where_pivoting_is_needed(dtype):
+    rng = np.random.default_rng(0)
+    a = rng.normal(size=(4, 18, 18))
+    if np.issubdtype(dtype, np.complexfloating):
+        a = a + 1j * rng.normal(size=a.shape)
+    a[:, 0, 0] = 0.0  # no inverse without a row swap
+    a[1] = a[1][[1, 0] + list(range(2, 18))]  # and one whose first pivot is in row 1
+    with x64():
+        inverse = jax.jit(jax.vmap(gauss_jordan_inverse))(jnp.asarray(a, dtype))
+    np.testing.assert_allclose(np.asarray(inverse), np.linalg.inv(a), rtol=1e-10, atol=1e-12)
