@@ -1,0 +1,97 @@
+"""Compile time of every registered environment's step and reset, as users jit them.
+
+    python benchmarks/compile_time.py [--envs NAME ...] [--batch N] [--out FILE]
+
+For each environment, ``jax.jit(jax.vmap(env.step))`` and ``jax.jit(jax.vmap(env.reset))``
+at ``--batch`` environments (default 1024; the program's size does not depend on it) are
+traced, lowered and compiled ahead of time (``.trace().lower().compile()``), so that no
+run is counted, in one process with JAX's persistent compilation cache off and JAX's
+in-memory caches cleared before each environment. "trace" is Python tracing and lowering
+to StableHLO; "compile" is XLA's optimisation and code generation; "fusions" counts the
+kernels of the compiled step (what code generation is proportional to). The issue's goal
+(#23) is a step that compiles in < 5 s on a 2-core CPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+import warnings
+from pathlib import Path
+
+GOAL_S = 5.0
+
+
+def measure(name: str, batch: int) -> dict:
+    """Seconds to trace and to compile ``vmap(step)`` and ``vmap(reset)`` of ``name``."""
+    import jax
+
+    import jaxgrid
+
+    jax.clear_caches()
+    env, params = jaxgrid.make(name)
+    keys = jax.random.split(jax.random.PRNGKey(0), batch)
+    row = {"name": name, "agents": env.num_agents}
+
+    def timed(label, fn, *args):
+        t0 = time.perf_counter()
+        lowered = jax.jit(fn).trace(*args).lower()
+        t1 = time.perf_counter()
+        compiled = lowered.compile()
+        row[f"{label}_trace"], row[f"{label}_compile"] = t1 - t0, time.perf_counter() - t1
+        return compiled
+
+    reset = jax.vmap(env.reset, in_axes=(0, None))
+    timed("reset", reset, keys, params)  # first: its trace is not cached yet
+    _, state = jax.eval_shape(reset, keys, params)
+    action = jax.eval_shape(jax.vmap(env.action_space(params).sample), keys)
+    step = timed("step", jax.vmap(env.step, in_axes=(0, 0, 0, None)), keys, state, action, params)
+    row["fusions"] = step.as_text().count(" fusion(")
+    return row
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--envs", nargs="*", help="only these environments")
+    parser.add_argument("--batch", type=int, default=1024)
+    parser.add_argument("--out", help="also write the table to this markdown file")
+    args = parser.parse_args(argv)
+    warnings.simplefilter("ignore")
+    import os
+
+    import jax
+
+    jax.config.update("jax_enable_compilation_cache", False)
+    import jaxgrid
+
+    lines = [
+        f"Seconds to trace and compile `jax.jit(jax.vmap(...))` at {args.batch} environments "
+        f"on {jax.devices()[0].device_kind} ({os.cpu_count()} cores), one XLA device, "
+        "ahead of time (no run counted), caches cleared before each environment.",
+        "",
+        "| environment | agents | step: trace s | step: compile s | step fusions "
+        f"| reset: trace s | reset: compile s | step < {GOAL_S:g} s |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for name in args.envs or jaxgrid.list_envs():
+        r = measure(name, args.batch)
+        total = r["step_trace"] + r["step_compile"]
+        line = (
+            f"| {name} | {r['agents']} | {r['step_trace']:.1f} | {r['step_compile']:.1f} "
+            f"| {r['fusions']} | {r['reset_trace']:.1f} | {r['reset_compile']:.1f} "
+            f"| {'yes' if total < GOAL_S else 'no'} ({total:.1f}) |"
+        )
+        print(line, flush=True)
+        lines.append(line)
+    text = "\n".join(lines)
+    print("\n" + text)
+    if args.out:
+        Path(args.out).write_text(text + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
