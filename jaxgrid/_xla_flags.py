@@ -34,7 +34,6 @@ from __future__ import annotations
 import os
 
 CPU_SCHEDULER_FLAG = "--xla_cpu_enable_concurrency_optimized_scheduler"
-POOL_VARIABLES = ("PJRT_NPROC", "NPROC")  # what XLA's CPU client sizes its pool by
 
 
 def avoid_cpu_scheduler_hang() -> None:
