@@ -18,7 +18,8 @@ import argparse
 import sys
 import time
 import warnings
-from pathlib import Path
+
+from timing import emit_table
 
 GOAL_S = 5.0
 
@@ -86,10 +87,7 @@ def main(argv=None) -> int:
         )
         print(line, flush=True)
         lines.append(line)
-    text = "\n".join(lines)
-    print("\n" + text)
-    if args.out:
-        Path(args.out).write_text(text + "\n")
+    emit_table(lines, args.out)
     return 0
 
 

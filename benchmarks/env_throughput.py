@@ -18,7 +18,8 @@ import os
 import sys
 import time
 import warnings
-from pathlib import Path
+
+from timing import emit_table
 
 SOLVER_ENVS = (
     "voltage33-v0",
@@ -152,10 +153,7 @@ def main(argv=None) -> int:
             )
             print(line, flush=True)
             lines.append(line)
-    text = "\n".join(lines)
-    print("\n" + text)
-    if args.out:
-        Path(args.out).write_text(text + "\n")
+    emit_table(lines, args.out)
     return 0
 
 

@@ -23,3 +23,14 @@ def median_time(fn, args, repeats: int, min_time: float = 1.0):
         jax.block_until_ready(fn(*args))
         times.append(time.perf_counter() - t0)
     return float(np.median(times)), first_s, out
+
+
+def emit_table(lines: list[str], out: str | None) -> None:
+    """Print a benchmark's markdown table (``lines``) whole, and write it to ``out`` if
+    given (the scripts' ``--out FILE``)."""
+    from pathlib import Path
+
+    text = "\n".join(lines)
+    print("\n" + text)
+    if out:
+        Path(out).write_text(text + "\n")

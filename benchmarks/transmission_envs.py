@@ -34,6 +34,7 @@ import warnings
 from pathlib import Path
 
 from env_throughput import measure, measure_env
+from timing import emit_table
 
 BATCHES = (1, 64, 256, 1024)
 STEPS = 48  # one day of half-hour steps
@@ -134,10 +135,7 @@ def main(argv=None) -> int:
             line = f"| {label} | " + " | ".join(cells) + f" | {compile_s:.1f} |"
             print(line, flush=True)
             lines.append(line)
-    text = "\n".join(lines)
-    print("\n" + text)
-    if args.out:
-        Path(args.out).write_text(text + "\n")
+    emit_table(lines, args.out)
     return 0
 
 
