@@ -21,7 +21,7 @@ What jaxgrid does about it:
   user chose a value) keeps one program from starting its independent factorisations at
   once.
 - The three-phase port solver inverts its tap system with
-  :func:`jaxgrid.numerics.gauss_jordan_inverse`, not LAPACK.
+  :func:`jaxgrid.numerics.small_inverse`, which uses no LAPACK on a CPU.
 - The DC-OPF's interior point (``tso*``, ``gencos5-v0``) keeps LAPACK's Cholesky: on a
   CPU split into ``d`` host devices, set ``PJRT_NPROC`` (the size of XLA's CPU pool) to
   at least ``d + 1`` before JAX starts. jaxgrid does not set it for you: threads beyond

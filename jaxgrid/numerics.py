@@ -158,3 +158,12 @@ def gauss_jordan_inverse(a: Array) -> Array:
         return jnp.where((rows == k)[:, None], row, m - factor[:, None] * row)
 
     return jax.lax.fori_loop(0, n, eliminate, augmented)[:, n:]
+
+
+def small_inverse(a: Array) -> Array:
+    """``a``'s inverse ``(n, n)``: :func:`gauss_jordan_inverse` on a CPU, where jaxlib
+    0.10's batched LAPACK kernels can deadlock a split CPU, and ``jnp.linalg.inv`` (the
+    vendor's batched solver) on other platforms, whose LAPACK-free alternative would
+    be ``n`` sequential loop iterations of tiny kernels. Chosen when the program is
+    lowered (``jax.lax.platform_dependent``), so one traced function serves both."""
+    return jax.lax.platform_dependent(a, cpu=gauss_jordan_inverse, default=jnp.linalg.inv)

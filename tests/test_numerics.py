@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from conftest import x64
 
-from jaxgrid.numerics import gauss_jordan_inverse, sum_last_axis, transpose_once
+from jaxgrid.numerics import gauss_jordan_inverse, small_inverse, sum_last_axis, transpose_once
 
 
 def _spread_values(dtype):
@@ -39,3 +39,11 @@ def test_gauss_jordan_inverse_equals_numpy_where_pivoting_is_needed(dtype):
     with x64():
         inverse = jax.jit(jax.vmap(gauss_jordan_inverse))(jnp.asarray(a, dtype))
     np.testing.assert_allclose(np.asarray(inverse), np.linalg.inv(a), rtol=1e-10, atol=1e-12)
+
+
+def test_small_inverse_calls_no_lapack_on_a_cpu():
+    a = np.eye(18) + 0.1 * np.random.default_rng(1).normal(size=(8, 18, 18))
+    a = jnp.asarray(a, jnp.complex64)
+    batched = jax.jit(jax.vmap(small_inverse))
+    assert "lapack" not in batched.lower(a).as_text()
+    np.testing.assert_allclose(np.asarray(batched(a)), np.linalg.inv(np.asarray(a)), atol=1e-5)

@@ -80,7 +80,7 @@ from jaxgrid.grid.three_phase.upf import (
     load_admittance,
     source_emf,
 )
-from jaxgrid.numerics import full_precision, gauss_jordan_inverse, sum_last_axis
+from jaxgrid.numerics import full_precision, small_inverse, sum_last_axis
 from jaxgrid.types import Array, float_dtype
 
 # Default fixed-point iterations by precision. The last change shrinks about sevenfold an
@@ -439,7 +439,7 @@ def port_power_flow(
             [-zbus.q_u, eye - zbus.q_p[:, t] * delta],
         ]
     )
-    s_inv_t = gauss_jordan_inverse(system).T  # not LAPACK: see its docstring
+    s_inv_t = small_inverse(system).T  # no LAPACK on a CPU: see its docstring
     # (Z_pp i, Z_tp i, Q_p i) in one product (slices, not a gather, of its result)
     z_and_q = _real_block_t(jnp.concatenate([zbus.z_pp, zbus.z_pp[t], zbus.q_p]))
     couple_t = jnp.concatenate([zbus.m_p, zbus.z_pp[:, t]], axis=1).T  # times (u, delta q)
