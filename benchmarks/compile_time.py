@@ -15,6 +15,7 @@ kernels of the compiled step (what code generation is proportional to). The issu
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 import warnings
@@ -61,8 +62,6 @@ def main(argv=None) -> int:
     parser.add_argument("--out", help="also write the table to this markdown file")
     args = parser.parse_args(argv)
     warnings.simplefilter("ignore")
-    import os
-
     import jax
 
     jax.config.update("jax_enable_compilation_cache", False)

@@ -35,7 +35,6 @@ def test_gauss_jordan_inverse_equals_numpy_where_pivoting_is_needed(dtype):
     if np.issubdtype(dtype, np.complexfloating):
         a = a + 1j * rng.normal(size=a.shape)
     a[:, 0, 0] = 0.0  # no inverse without a row swap
-    a[1] = a[1][[1, 0] + list(range(2, 18))]  # and one whose first pivot is in row 1
     with x64():
         inverse = jax.jit(jax.vmap(gauss_jordan_inverse))(jnp.asarray(a, dtype))
     np.testing.assert_allclose(np.asarray(inverse), np.linalg.inv(a), rtol=1e-10, atol=1e-12)
