@@ -111,6 +111,33 @@ class BoundedPolicy(NamedTuple):
         return self.to_action(self.params)
 
 
+START_MARGIN = 0.05  # a start's mean stays this share of the range inside the box
+
+
+def starting_outputs(kind: str, share: Array, concentration: float) -> Array:
+    """Network outputs ``(n_outputs(kind, act_dim),)`` whose distribution has the mean
+    ``low + share * (high - low)`` (``share`` ``(act_dim,)`` in [0, 1], moved to within
+    :data:`START_MARGIN` of the range's ends: the Beta's mean never reaches them).
+
+    ``beta``: ``alpha + beta = concentration``, raised where a mean near an end needs it
+    for both to stay above 1 (their floor, ``softplus + 1``); the Beta's standard deviation
+    is ``sqrt(m (1 - m) / (concentration + 1))`` of the range. ``gaussian``: the centre
+    (its spread is the separate ``log_std``)."""
+    m = jnp.clip(share, START_MARGIN, 1.0 - START_MARGIN)
+    if kind == "gaussian":
+        return 2.0 * m - 1.0
+    if kind != "beta":
+        raise ValueError(f"no starting outputs for a {kind!r} distribution")
+    total = jnp.maximum(concentration, 1.05 / jnp.minimum(m, 1.0 - m))
+    return jnp.concatenate(
+        [_inverse_softplus(m * total - 1.0), _inverse_softplus((1.0 - m) * total - 1.0)]
+    )
+
+
+def _inverse_softplus(y: Array) -> Array:
+    return jnp.log(jnp.expm1(y))
+
+
 def n_outputs(kind: str, act_dim: int) -> int:
     """Network outputs per agent for a distribution over ``act_dim`` entries."""
     return 2 * act_dim if kind in ("beta", "tanh_gaussian") else act_dim

@@ -43,7 +43,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 from jaxgrid import spaces
 from jaxgrid.env import Environment
 from jaxgrid.running_stats import RunningStats
-from jaxgrid.train.distributions import BoundedPolicy, n_outputs
+from jaxgrid.train.distributions import BoundedPolicy, n_outputs, starting_outputs
 from jaxgrid.train.gae import gae
 from jaxgrid.train.lagrangian import (
     LagrangeState,
@@ -86,6 +86,11 @@ class PPOConfig:
     compute_dtype: str = "float32"
     distribution: str = "beta"  # or "gaussian" for Box actions
     log_std_init: float = 0.0  # the Gaussian's initial log standard deviation (half-ranges)
+    # start each agent type's policy at the mean action of this baseline of the environment
+    # (``env.baselines``, e.g. "no_control") over the first observations, instead of at the
+    # middle of the box; with a Beta, ``init_concentration`` is its alpha + beta there
+    init_action: str | None = None
+    init_concentration: float = 20.0
     normalize_obs: bool = True
     normalize_reward: bool = True
     # IPPO: each agent of a type with several agents learns its own bias on the first hidden
@@ -138,6 +143,8 @@ class PPOConfig:
             raise ValueError(
                 f"distribution must be 'beta' or 'gaussian', got {self.distribution!r}"
             )
+        if self.init_concentration <= 2.0:
+            raise ValueError(f"init_concentration must be > 2, got {self.init_concentration}")
         validate_budgets(self)
 
 
@@ -236,6 +243,15 @@ def make_train(
         n_out = n_outputs(config.distribution, space.shape[-1])
     else:
         raise ValueError(f"PPO supports Box and Discrete action spaces, not {space}")
+    if config.init_action is not None:
+        if discrete:
+            raise ValueError("init_action needs a Box action space")
+        known = env.baselines(default_params)
+        if config.init_action not in known:
+            raise ValueError(
+                f"init_action: {user_env.name} has no baseline {config.init_action!r} for "
+                f"this view of it; its baselines are {sorted(known)}"
+            )
     budget_names = [name for name, _ in config.cost_budgets]
     unknown = [name for name in budget_names if name not in env.cost_names]
     if unknown:
@@ -288,6 +304,28 @@ def make_train(
 
     # -- 1. init -----------------------------------------------------------------------
 
+    def start_at_baseline(net, key, obs, env_params):
+        """``net`` with each type's actor-head bias set so that its initial policy has the
+        mean of ``config.init_action``'s actions on ``obs`` (over environments and the
+        type's agents): the head's kernel is initialised 0.01-orthogonal, so the head's
+        outputs start at its bias."""
+        policy = env.baselines(env_params)[config.init_action]
+        action = jax.vmap(policy)(jax.random.split(key, config.num_envs), obs)
+        low, high = env.action_space(env_params)._bounds()
+        free = high > low
+        share = jnp.where(free, (action - low) / jnp.where(free, high - low, 1.0), 0.5)
+        share = jnp.mean(jnp.broadcast_to(share, action.shape), axis=0)  # (agents, act_dim)
+        params = dict(net["params"])
+        for t in sorted(set(agent_type)):
+            members = np.flatnonzero(np.asarray(agent_type) == t)
+            out = starting_outputs(
+                config.distribution, jnp.mean(share[members], axis=0), config.init_concentration
+            )
+            head = dict(params[f"type_{t}"]["Dense_0"])
+            head["bias"] = out.astype(head["bias"].dtype)
+            params[f"type_{t}"] = {**params[f"type_{t}"], "Dense_0": head}
+        return {**net, "params": params}
+
     def stagger(key, obs, env_state, env_params):
         """Advance environment ``i`` by ``offset_i ~ U{0, ..., horizon - 1}`` steps of
         random actions (the scan runs ``horizon - 1`` steps and keeps the states of the
@@ -326,6 +364,10 @@ def make_train(
         obs, env_state = shard((obs, env_state))
         features, _ = split_obs(obs)
         net_params = {"net": network.init(k_net, features[0])}
+        if config.init_action is not None:
+            net_params["net"] = start_at_baseline(
+                net_params["net"], jax.random.fold_in(k_net, 1), obs, env_params
+            )
         if not discrete and config.distribution == "gaussian":
             net_params["log_std"] = jnp.full(space.shape, config.log_std_init, features.dtype)
         if config.anneal_lr:

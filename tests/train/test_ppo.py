@@ -97,6 +97,43 @@ def test_gaussian_policy_starts_from_the_configured_spread():
     np.testing.assert_array_equal(runner.train_state.params["log_std"], np.full((2, 1), -1.5))
 
 
+@pytest.mark.parametrize("algo", ["ippo", "ppo"])
+@pytest.mark.parametrize("distribution", ["beta", "gaussian"])
+def test_policy_starts_at_the_baselines_mean_action_per_agent_type(algo, distribution):
+    import jaxgrid
+
+    env, params = jaxgrid.make("ders33-v0")
+    config = ppo.PPOConfig(
+        num_envs=8, num_steps=4, init_action="no_control", distribution=distribution
+    )
+    fns = {"ippo": ippo.make_train, "ppo": ppo.make_train}[algo](config, env, params)
+    runner = fns.init(KEY)
+    # no control: batteries and PV idle, flexible loads served, EVs charged at full power,
+    # the same action for every agent of a type; as a share of each entry's range:
+    low, high = env.action_space(params)._bounds()
+    baseline = env.baselines(params)["no_control"]
+    obs, _ = jax.vmap(env.reset, in_axes=(0, None))(jax.random.split(KEY, 3), params)
+    action = np.asarray(jax.vmap(baseline)(jax.random.split(KEY, 3), obs))
+    share = np.where(high > low, (action - low) / np.where(high > low, high - low, 1.0), 0.5)
+    expected = np.clip(share.mean(axis=0), 0.05, 0.95)
+    expected = np.asarray(low + (high - low) * expected)
+    started = np.asarray(fns.policy(runner)(KEY, obs[0])).reshape(expected.shape)
+    free = np.broadcast_to(np.asarray(high > low), expected.shape)
+    # the head's kernel is 0.01-orthogonal: the outputs sit within a few hundredths of the bias
+    np.testing.assert_allclose(started[free], expected[free], atol=0.03)
+
+
+def test_a_beta_start_keeps_its_concentration_and_both_parameters_above_one():
+    from jaxgrid.train.distributions import starting_outputs
+
+    out = np.asarray(starting_outputs("beta", jnp.array([0.5, 0.0, 1.0]), 20.0))
+    alpha, beta = np.log1p(np.exp(out[:3])) + 1.0, np.log1p(np.exp(out[3:])) + 1.0
+    np.testing.assert_allclose(alpha / (alpha + beta), [0.5, 0.05, 0.95], rtol=1e-5)
+    np.testing.assert_allclose(alpha[0] + beta[0], 20.0, rtol=1e-5)
+    assert np.all(alpha > 1.0) and np.all(beta > 1.0)
+    np.testing.assert_allclose(np.minimum(alpha, beta)[1:], 1.05, rtol=1e-4)
+
+
 def test_a_log_reports_every_episode_ended_since_the_previous_log():
     env = Tanks(num_agents=2, horizon=5)
     params = env.default_params().replace(stop_level=jnp.float32(2.0))  # never terminates
@@ -284,3 +321,7 @@ def test_rejects_bad_settings():
         ppo.PPOConfig(team_spirit=1.5)
     with pytest.raises(ValueError, match="distribution"):
         ppo.PPOConfig(distribution="laplace")
+    with pytest.raises(ValueError, match="init_concentration"):
+        ppo.PPOConfig(init_concentration=2.0)
+    with pytest.raises(ValueError, match="no baseline 'droop'"):
+        ippo.make_train(ppo.PPOConfig(init_action="droop"), Tanks(num_agents=2))
