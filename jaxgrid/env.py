@@ -315,17 +315,11 @@ class Environment(abc.ABC, Generic[TState, TParams]):
         obs_step, state_step, reward, terminated, truncated, info = self.step_env(
             key_step, state, action, params
         )
-
-        def reset(key, params):
-            # checked where the reset is traced (not by a trace of its own: a feeder's
-            # reset solves a power flow, and tracing it costs as much again)
-            obs_reset, state_reset = self.reset_env(key, params)
-            _check_same_layout(self.name, "state", state_reset, state_step)
-            _check_same_layout(self.name, "observation", obs_reset, obs_step)
-            return obs_reset, state_reset
-
+        obs_reset, state_reset = jax.eval_shape(self.reset_env, key_reset, params)
+        _check_same_layout(self.name, "state", state_reset, state_step)
+        _check_same_layout(self.name, "observation", obs_reset, obs_step)
         obs, state = masked_apply(
-            reset, terminated | truncated, (obs_step, state_step), key_reset, params
+            self.reset_env, terminated | truncated, (obs_step, state_step), key_reset, params
         )
         info["final_observation"] = obs_step
         return obs, state, reward, terminated, truncated, info
