@@ -1,5 +1,7 @@
-"""jaxlib 0.10's LAPACK kernels deadlock a CPU split into host devices when called in a
-loop (jaxgrid/_xla_flags.py); the three-phase environments' step no longer calls them."""
+"""jaxlib 0.10's LAPACK kernels deadlock when as many run side by side as XLA's CPU pool
+has threads: a CPU split into host devices, in a loop (jaxgrid/_xla_flags.py), or two
+independent solves in one program on one device. The three-phase environments' step no
+longer calls them; the DC-OPF runs one at a time."""
 
 import os
 import subprocess
@@ -52,3 +54,33 @@ def test_a_step_split_over_two_cpu_devices_returns():
         pytest.fail("a step split over two CPU devices did not return in 300 s (deadlock)")
     assert done.returncode == 0, done.stderr[-3000:]
     assert "stepped" in done.stdout
+
+
+SCREENING = textwrap.dedent(
+    """
+    import jaxgrid
+    from jaxgrid.envs.tso.ratings import angle_ratings, screen_branches
+    from jaxgrid.grid import network_from_matpower
+
+    network = network_from_matpower("case300")
+    print("monitored", len(screen_branches(network, angle_ratings(network))))
+    """
+)
+
+
+def test_the_dcopf_runs_one_lapack_solve_at_a_time_on_one_device():
+    """The DC-OPF's interior point solved its balance row and its Newton step as two
+    independent Cholesky solves; on one XLA device with a pool of two threads (this 2-core
+    machine's default) case300's screening dispatches (8 batched solves, 234 nodes) held
+    both threads in jaxlib 0.10's triangular-solve kernels for ever. The balance row now
+    rides along as a second right-hand side."""
+    env = dict(os.environ, JAX_PLATFORMS="cpu", PJRT_NPROC="2")
+    env.pop("XLA_FLAGS", None)
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", SCREENING], env=env, capture_output=True, text=True, timeout=300
+        )
+    except subprocess.TimeoutExpired:
+        pytest.fail("case300's screening dispatches did not return in 300 s (deadlock)")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "monitored" in done.stdout

@@ -632,7 +632,6 @@ class _Newton:
     theta_w: Array
     chol: Array
     balance: Array
-    y_balance: Array
     pivot: Array
 
 
@@ -775,7 +774,7 @@ def _interior_point(p: _Problem, iterations: int) -> _Solution:
     def factor(theta_x, theta_g, reg) -> _Newton:
         """The Newton system reduced to the nodes (see the module docstring, "Solver"):
         ``M = F^-1 + N' Theta_lines N + theta' w w'`` by Cholesky (nodes without an
-        active variable replaced by the identity), its solve for the balance row, and
+        active variable replaced by the identity), the balance row on the nodes, and
         each node's variable with the smallest ``D``."""
         d_inv = jnp.where(act, 1.0 / jnp.where(act, p.q + theta_x, 1.0), 0.0)
         f = node_sum(d_inv)
@@ -805,7 +804,6 @@ def _interior_point(p: _Problem, iterations: int) -> _Solution:
         regular = reg * jnp.max(jnp.diagonal(m))
         chol = jnp.linalg.cholesky(m + regular * jnp.eye(n_node, dtype=dtype))
         balance = jnp.where(empty, 0.0, p.node_balance)
-        y_balance = jax.scipy.linalg.cho_solve((chol, True), balance)
         # the variable with the smallest D (largest 1/D) at each node takes the node's
         # net change, the others their own rows
         top = jax.ops.segment_max(d_inv, p.var_node, num_segments=n_node)
@@ -820,7 +818,6 @@ def _interior_point(p: _Problem, iterations: int) -> _Solution:
             theta_w=theta_w,
             chol=chol,
             balance=balance,
-            y_balance=y_balance,
             pivot=first[p.var_node] == index,
         )
 
@@ -830,9 +827,17 @@ def _interior_point(p: _Problem, iterations: int) -> _Solution:
         rhs = jnp.where(act, rhs_x, 0.0)
         b_y = k.f_inv * node_sum(p.node_sign * k.d_inv * rhs)
         b_u = jnp.sum(k.d_inv * p.node_sign * k.spread * rhs)
-        y0 = jax.scipy.linalg.cho_solve((k.chol, True), b_y - k.theta_w * k.w * b_u)
-        d_lam = (r_p - k.balance @ y0) / (k.balance @ k.y_balance)
-        y = y0 + k.y_balance * d_lam
+        # the balance row's solve rides along as a second right-hand side, so that one
+        # LAPACK solve runs at a time: jaxlib 0.10's CPU kernels hand a batch's chunks to
+        # XLA's thread pool and block a pool thread until they are done, and two
+        # independent solves (the balance row's, once per iteration, and this one) each
+        # held one of this 2-core CPU's two pool threads and waited for ever (case300's
+        # screening dispatches on one XLA device; an optimization barrier did not order
+        # them: XLA's CPU compiler drops it)
+        both = jnp.stack([b_y - k.theta_w * k.w * b_u, k.balance], axis=-1)
+        y0, y_balance = jnp.moveaxis(jax.scipy.linalg.cho_solve((k.chol, True), both), -1, 0)
+        d_lam = (r_p - k.balance @ y0) / (k.balance @ y_balance)
+        y = y0 + y_balance * d_lam
         u = k.theta_w * (b_u + k.w @ y)  # the reserve row's Theta_r times its change
         price = b_y - k.w * u - k.f_inv * y  # N' Theta N y - balance d_lam at each node
         own = k.d_inv * (rhs - reserve_row * u - p.node_sign * price[p.var_node])

@@ -1,6 +1,7 @@
 """tso118-v0 and its variants: the contract, the commitment rules by hand, the dispatch
 against HiGHS, and the MILP oracle against the baselines and an independent check."""
 
+import os
 import sys
 from pathlib import Path
 
@@ -233,3 +234,53 @@ def test_tso118_builds_and_steps():
     action = env.baselines(params)["merit_order"](KEY, obs)
     obs, state, reward, *_, info = jax.jit(env.step)(KEY, state, action, params)
     assert obs.shape == (1, 3 * 54 + 6 + env.forecast) and np.isfinite(float(reward[0]))
+
+
+def tso300_dispatch():
+    """tso300-v0's first merit-order dispatch: ``(env, params, commitment, net, result)``."""
+    env, params = jaxgrid.make("tso300-v0")
+    obs, state = env.reset(KEY, params)
+    request, adjust = env.request(env.baselines(params)["merit_order"](KEY, obs))
+    c, net, result = jax.jit(env.dispatch)(state, request, adjust, params)
+    return env, params, c, net, result
+
+
+def test_tso300_negative_loads_follow_the_profile_and_balance():
+    """case300's eight negative loads (injections of neighbouring systems, -322 MW) are
+    negative shares of the net load, output may be spilled there, and the dispatch
+    balances generation, shed and spill against every bus's load, negative ones too."""
+    env, params, c, net, result = tso300_dispatch()
+    share = np.asarray(params.load_share)
+    assert np.sum(share < 0) == 8 and np.sum(share) == pytest.approx(1.0)
+    assert set(np.flatnonzero(share < 0)) <= set(env.spill_at)
+    assert bool(result.converged)
+    load = share * float(net.net_load_mw) + np.asarray(env.network.gs_mw)
+    served = float(jnp.sum(result.pg_mw) + jnp.sum(result.shed_mw) - jnp.sum(result.spill_mw))
+    assert served == pytest.approx(float(np.sum(load)), abs=0.05)
+    flows = np.asarray(result.p_branch_mw)[list(env.monitored)]
+    assert np.all(np.abs(flows) <= np.asarray(params.rate_mva)[list(env.monitored)] + 0.05)
+
+
+@pytest.mark.skipif(
+    os.environ.get("JAXGRID_VALIDATE") != "full", reason="HiGHS takes minutes on case300"
+)
+def test_tso300_dispatch_equals_highs_dcopf():
+    env, params, c, net, result = tso300_dispatch()
+    rate = np.full(env.network.n_branch, np.inf)
+    rate[list(env.monitored)] = np.asarray(params.rate_mva)[list(env.monitored)]
+    network = env.network.replace(
+        pmin_mw=np.asarray(c.p_low_mw), pmax_mw=np.asarray(c.p_high_mw), rate_mva=rate
+    )
+    ref = highs_dcopf(
+        network,
+        np.asarray(params.load_share) * float(net.net_load_mw),
+        cost_poly=np.asarray(params.units.cost_poly),
+        commitment=np.asarray(c.status),
+        reserve_mw=float(params.reserve_margin * net.net_load_mw),
+        voll=float(params.dispatch.voll),
+        spill_price=float(params.dispatch.spill_price),
+        reserve_shortfall_price=float(params.dispatch.reserve_shortfall_price),
+        time_limit=1800.0,
+    )
+    assert ref["status"] == "Optimal", ref["status"]
+    assert float(result.cost) == pytest.approx(ref["cost"], rel=1e-4)

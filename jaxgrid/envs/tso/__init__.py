@@ -59,7 +59,9 @@ def make_tso(
     ratings of :mod:`.ratings`.
 
     Args:
-        case: a bundled MATPOWER case with non-negative loads (``case118``, ``case14``).
+        case: a bundled MATPOWER case (``case118``, ``case14``, ``case300``); a negative
+            load (case300 has eight, -322 MW: injections from neighbouring systems)
+            follows the profile like the others, and output there may be spilled.
         steps_per_day: 48 (half-hourly), 24 or 96; an episode is one day.
         wind_share, pv_share: must-take renewable energy, share of annual demand energy.
         demand_floor: demand at the profile's minimum, share of the peak.
@@ -74,8 +76,6 @@ def make_tso(
     """
     network = network_from_matpower(case)
     pd = np.asarray(network.pd_mw, float)
-    if np.any(pd < 0):
-        raise ValueError(f"{case} has negative loads; the net-load model spreads demand by load")
     dt_h = 24.0 / steps_per_day
     profiles = simbench_profiles(steps_per_day)
     shape = profiles.load.mean(axis=1)
@@ -121,6 +121,8 @@ register("tso118-v0", make_tso)
 register_variant("tso118-continuous-v0", make_tso, _kind=TSOContinuous)
 register_variant("tso14-v0", make_tso, case="case14")
 register_variant("tso14-continuous-v0", make_tso, case="case14", _kind=TSOContinuous)
+register_variant("tso300-v0", make_tso, case="case300")
+register_variant("tso300-continuous-v0", make_tso, case="case300", _kind=TSOContinuous)
 
 __all__ = [
     "TSO",

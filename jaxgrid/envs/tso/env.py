@@ -81,7 +81,8 @@ class TSOParams:
         (``wind[:, 0]``, ``pv[:, 0]``, shares of rated power) and the episode days.
     units: the fleet's unit-commitment data, ``(n_gen,)`` fields.
     rate_mva: ``(n_branch,)`` branch ratings, MVA.
-    load_share: ``(n_bus,)`` share of the system's net load at each bus (sums to 1).
+    load_share: ``(n_bus,)`` share of the system's net load at each bus (sums to 1;
+        negative at a bus whose case load is negative: an injection scaled likewise).
     peak_demand_mw: ``()`` demand at the profile's peak, MW.
     demand_floor: ``()`` demand at a profile value of 0, share of the peak.
     wind_mw, pv_mw: ``()`` must-take wind and PV capacity, MW.
@@ -154,7 +155,11 @@ class TSO(Environment):
         self.iterations = int(iterations)
         share = np.asarray(default_params.load_share)
         self.shed_at = tuple(int(b) for b in np.flatnonzero(share > 0))
-        self.spill_at = tuple(int(b) for b in np.unique(np.asarray(network.gen_bus)))
+        # output may be spilled where units are, and at buses whose negative load (an
+        # injection that follows the profile, as case300's) the system cannot absorb
+        self.spill_at = tuple(
+            int(b) for b in np.union1d(np.asarray(network.gen_bus), np.flatnonzero(share < 0))
+        )
         self.time_cap = int(
             max(
                 np.max(default_params.units.min_up_steps),

@@ -91,7 +91,7 @@ def unit_commitment_milp(
     gen_bus = np.asarray(network.gen_bus, int)
     load = demand[:, None] * f(load_share)[None]  # (T, B)
     shed_buses = np.flatnonzero(f(load_share) > 0)
-    spill_buses = np.unique(gen_bus)
+    spill_buses = np.union1d(gen_bus, np.flatnonzero(f(load_share) < 0))
     S, P = len(shed_buses), len(spill_buses)
     K = segments
 
@@ -188,11 +188,12 @@ def unit_commitment_milp(
             row = h[branch]
             entries = [(p(t), row[gen_bus]), (shed, row[shed_buses]), (spill, -row[spill_buses])]
             add(entries, -rate[branch] - fixed[i], rate[branch] - fixed[i])
-        # spill at a bus at most the output there
+        # spill at a bus at most the output there, and the injection of a negative load
         at_bus = (gen_bus[None, :] == spill_buses[:, None]).astype(float)
         for j in range(P):
             gens = np.flatnonzero(at_bus[j])
-            add([(idx("spill", t, j), 1.0), (idx("p", t, gens), -1.0)], -np.inf, 0.0)
+            injection = max(-load[t, spill_buses[j]], 0.0)
+            add([(idx("spill", t, j), 1.0), (idx("p", t, gens), -1.0)], -np.inf, injection)
 
     A = sp.csr_matrix(
         (np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(len(lo), nv)

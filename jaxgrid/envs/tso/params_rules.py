@@ -22,7 +22,7 @@ declare(
 declare(
     TSOParams,
     Range("rate_mva", gt=0, unit="MVA"),
-    Range("load_share", ge=0, le=1),
+    Range("load_share", ge=-1, le=1),
     Range("peak_demand_mw", gt=0, unit="MW"),
     Range("demand_floor", ge=0, le=1),
     Range("wind_mw", ge=0, unit="MW"),
