@@ -38,6 +38,19 @@ SPLIT_STEP = textwrap.dedent(
 )
 
 
+def returns(script: str, env: dict, what: str) -> str:
+    """The stdout of ``script`` run by this Python with ``env``; a failure if it does not
+    return in 300 s (a deadlock) or fails."""
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300
+        )
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"{what} did not return in 300 s (deadlock)")
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout
+
+
 def test_a_step_split_over_two_cpu_devices_returns():
     """`voltage123-v0`'s step inverts each environment's tap system; with LAPACK's getrf,
     a scan of it split over two host devices at 64 environments deadlocked in jaxlib
@@ -46,14 +59,7 @@ def test_a_step_split_over_two_cpu_devices_returns():
     env["XLA_FLAGS"] = "--xla_force_host_platform_device_count=2"
     for name in ("PJRT_NPROC", "NPROC"):  # what XLA's CPU client sizes its pool by
         env.pop(name, None)
-    try:
-        done = subprocess.run(
-            [sys.executable, "-c", SPLIT_STEP], env=env, capture_output=True, text=True, timeout=300
-        )
-    except subprocess.TimeoutExpired:
-        pytest.fail("a step split over two CPU devices did not return in 300 s (deadlock)")
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert "stepped" in done.stdout
+    assert "stepped" in returns(SPLIT_STEP, env, "a step split over two CPU devices")
 
 
 SCREENING = textwrap.dedent(
@@ -76,11 +82,4 @@ def test_the_dcopf_runs_one_lapack_solve_at_a_time_on_one_device():
     rides along as a second right-hand side."""
     env = dict(os.environ, JAX_PLATFORMS="cpu", PJRT_NPROC="2")
     env.pop("XLA_FLAGS", None)
-    try:
-        done = subprocess.run(
-            [sys.executable, "-c", SCREENING], env=env, capture_output=True, text=True, timeout=300
-        )
-    except subprocess.TimeoutExpired:
-        pytest.fail("case300's screening dispatches did not return in 300 s (deadlock)")
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert "monitored" in done.stdout
+    assert "monitored" in returns(SCREENING, env, "case300's screening dispatches")

@@ -129,12 +129,18 @@ def test_step_dispatch_equals_highs_dcopf(tso14):
     _, state = env.reset(KEY, params)
     request = jnp.array([True, True, False, True, False])
     c, net, result = env.dispatch(state, request, jnp.zeros(env.n_gen), params)
+    ref = highs_reference(env, params, c, net, np.asarray(params.rate_mva))
+    np.testing.assert_allclose(np.asarray(result.pg_mw), ref["pg_mw"], atol=0.05)
+    assert float(result.cost) == pytest.approx(ref["cost"], rel=1e-4)
+
+
+def highs_reference(env, params, c, net, rate_mva, **options) -> dict:
+    """The tests' HiGHS DC-OPF of a step's dispatch problem: commitment ``c``'s ramp
+    windows and status, net load ``net`` spread by the load shares, ``rate_mva``."""
     network = env.network.replace(
-        pmin_mw=np.asarray(c.p_low_mw),
-        pmax_mw=np.asarray(c.p_high_mw),
-        rate_mva=np.asarray(params.rate_mva),
+        pmin_mw=np.asarray(c.p_low_mw), pmax_mw=np.asarray(c.p_high_mw), rate_mva=rate_mva
     )
-    ref = highs_dcopf(
+    return highs_dcopf(
         network,
         np.asarray(params.load_share) * float(net.net_load_mw),
         cost_poly=np.asarray(params.units.cost_poly),
@@ -143,9 +149,8 @@ def test_step_dispatch_equals_highs_dcopf(tso14):
         voll=float(params.dispatch.voll),
         spill_price=float(params.dispatch.spill_price),
         reserve_shortfall_price=float(params.dispatch.reserve_shortfall_price),
+        **options,
     )
-    np.testing.assert_allclose(np.asarray(result.pg_mw), ref["pg_mw"], atol=0.05)
-    assert float(result.cost) == pytest.approx(ref["cost"], rel=1e-4)
 
 
 def run_day(env, params, state, policy):
@@ -268,19 +273,6 @@ def test_tso300_dispatch_equals_highs_dcopf():
     env, params, c, net, result = tso300_dispatch()
     rate = np.full(env.network.n_branch, np.inf)
     rate[list(env.monitored)] = np.asarray(params.rate_mva)[list(env.monitored)]
-    network = env.network.replace(
-        pmin_mw=np.asarray(c.p_low_mw), pmax_mw=np.asarray(c.p_high_mw), rate_mva=rate
-    )
-    ref = highs_dcopf(
-        network,
-        np.asarray(params.load_share) * float(net.net_load_mw),
-        cost_poly=np.asarray(params.units.cost_poly),
-        commitment=np.asarray(c.status),
-        reserve_mw=float(params.reserve_margin * net.net_load_mw),
-        voll=float(params.dispatch.voll),
-        spill_price=float(params.dispatch.spill_price),
-        reserve_shortfall_price=float(params.dispatch.reserve_shortfall_price),
-        time_limit=1800.0,
-    )
+    ref = highs_reference(env, params, c, net, rate, time_limit=1800.0)
     assert ref["status"] == "Optimal", ref["status"]
     assert float(result.cost) == pytest.approx(ref["cost"], rel=1e-4)
