@@ -23,7 +23,7 @@ FULL = os.environ.get("JAXGRID_VALIDATE") == "full"
 # in four environments instead; on case118 its
 # programs take minutes to compile, so the default suite checks the case14 variants
 # (the same code) and JAXGRID_VALIDATE=full the case118 and case300 ones too (the
-# case300 ones' check_env took about 5 minutes here); so too opf118-v0 (an
+# case300 ones' check_env ran over 25 minutes here); so too opf118-v0 (an
 # AC power flow of 118 buses a step, about 20 s at the smaller sizes; opf14-v0 is the same
 # code); evfleet33-v0 (64 agents over a DistFlow feeder: about 2 minutes at the defaults
 # here, mostly compiling, where two episodes in four environments see the same); and
