@@ -20,7 +20,7 @@ import sys
 import time
 import warnings
 
-from timing import emit_table
+from timing import add_row, emit_table
 
 GOAL_S = 5.0
 
@@ -84,8 +84,7 @@ def main(argv=None) -> int:
             f"| {r['fusions']} | {r['reset_trace']:.1f} | {r['reset_compile']:.1f} "
             f"| {'yes' if total < GOAL_S else 'no'} ({total:.1f}) |"
         )
-        print(line, flush=True)
-        lines.append(line)
+        add_row(lines, line)
     emit_table(lines, args.out)
     return 0
 

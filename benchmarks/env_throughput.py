@@ -19,7 +19,7 @@ import sys
 import time
 import warnings
 
-from timing import emit_table
+from timing import add_row, emit_table
 
 SOLVER_ENVS = (
     "voltage33-v0",
@@ -151,8 +151,7 @@ def main(argv=None) -> int:
                 + " | ".join(cells)
                 + f" | {compile_s:.1f} |"
             )
-            print(line, flush=True)
-            lines.append(line)
+            add_row(lines, line)
     emit_table(lines, args.out)
     return 0
 

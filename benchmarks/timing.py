@@ -25,6 +25,12 @@ def median_time(fn, args, repeats: int, min_time: float = 1.0):
     return float(np.median(times)), first_s, out
 
 
+def add_row(lines: list[str], line: str) -> None:
+    """Print a table row as soon as it is measured and keep it for :func:`emit_table`."""
+    print(line, flush=True)
+    lines.append(line)
+
+
 def emit_table(lines: list[str], out: str | None) -> None:
     """Print a benchmark's markdown table (``lines``) whole, and write it to ``out`` if
     given (the scripts' ``--out FILE``)."""

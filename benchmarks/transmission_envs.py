@@ -34,7 +34,7 @@ import warnings
 from pathlib import Path
 
 from env_throughput import measure, measure_env
-from timing import emit_table
+from timing import add_row, emit_table
 
 BATCHES = (1, 64, 256, 1024)
 STEPS = 48  # one day of half-hour steps
@@ -133,8 +133,7 @@ def main(argv=None) -> int:
                 rate, compile_s = run(b)
                 cells.append(f"{rate:.3g}")
             line = f"| {label} | " + " | ".join(cells) + f" | {compile_s:.1f} |"
-            print(line, flush=True)
-            lines.append(line)
+            add_row(lines, line)
     emit_table(lines, args.out)
     return 0
 
