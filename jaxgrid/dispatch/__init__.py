@@ -6,6 +6,10 @@ the environments.
   shed load, spilled generation and reserve shortfall priced rather than infeasible;
   returns a :class:`DispatchResult` (dispatch in MW, cost in currency/h, LMPs in
   currency/MWh split into energy and congestion, flows, binding limits, convergence);
+- :func:`copper_plate_dispatch`: the same problem without line limits, solved exactly
+  (one price), with ``converged`` saying whether it is also the DC-OPF's solution;
+- :func:`dcopf_with_fallback`: the DC-OPF by the copper plate where no line binds and
+  by :func:`dcopf`'s interior point only where one does (gathered under ``vmap``);
 - :class:`DCOPFParams`: the value of lost load and the other prices of infeasibility;
 - :func:`monitored_branches`: the branches whose limits can bind (host side), which
   keeps the solver's linear algebra small;
@@ -18,6 +22,17 @@ admittances); nothing here knows about reinforcement learning.
 """
 
 from jaxgrid.dispatch.acopf import ACOPFResult, acopf
+from jaxgrid.dispatch.copper_plate import copper_plate_dispatch
 from jaxgrid.dispatch.dcopf import DCOPFParams, DispatchResult, dcopf, monitored_branches
+from jaxgrid.dispatch.fallback import dcopf_with_fallback
 
-__all__ = ["ACOPFResult", "DCOPFParams", "DispatchResult", "acopf", "dcopf", "monitored_branches"]
+__all__ = [
+    "ACOPFResult",
+    "DCOPFParams",
+    "DispatchResult",
+    "acopf",
+    "copper_plate_dispatch",
+    "dcopf",
+    "dcopf_with_fallback",
+    "monitored_branches",
+]

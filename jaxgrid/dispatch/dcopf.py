@@ -143,6 +143,7 @@ case118 converges to about 1e-5 relative cost and 0.05 currency/MWh in LMPs.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -297,50 +298,26 @@ def dcopf(
         ValueError: (outside ``jit`` only) a piecewise-linear cost that is not convex.
     """
     params = DCOPFParams() if params is None else params
-    dtype = jnp.result_type(float)
-    base = jnp.asarray(network.base_mva, dtype)
-    pd = jnp.asarray(network.pd_mw if pd_mw is None else pd_mw, dtype)
-    rate = jnp.asarray(network.rate_mva if rate_mva is None else rate_mva, dtype)
-    poly = jnp.asarray(network.cost_poly if cost_poly is None else cost_poly, dtype)
-    on = network.gen_in_service
-    if commitment is not None:
-        on = on & jnp.asarray(commitment, bool)
-    if monitored is None:
-        monitored = _default_monitored(network, rate_mva)
-    monitored = np.asarray(monitored, np.int64).reshape(-1)
-    shed_buses, spill_buses = _slack_buses(network, pd_mw)
-    if shed_at is not None:
-        shed_buses = np.asarray(shed_at, np.int64).reshape(-1)
-    if spill_at is not None:
-        spill_buses = np.asarray(spill_at, np.int64).reshape(-1)
-    n_shed, n_spill = len(shed_buses), len(spill_buses)
-    _check_convex(network)
-
-    n_bus, n_gen = network.n_bus, network.n_gen
-    n_seg = network.cost_pwl_mw.shape[-1] - 1
-    pmin = jnp.asarray(network.pmin_mw, dtype)
-    pmax = jnp.asarray(network.pmax_mw, dtype)
-    lower = jnp.where(on, pmin, 0.0)
-    width, slope, curvature = _blocks(network, poly, on, dtype)  # (n_gen, n_seg) each
-    costed = network.replace(cost_poly=poly, gen_in_service=on)
+    d = _problem_data(
+        network, pd_mw, cost_poly, commitment, rate_mva, reserve_mw, monitored, shed_at, spill_at
+    )
+    dtype, base, n_bus, n_gen = d.dtype, d.base, network.n_bus, network.n_gen
+    n_seg, n_shed, n_spill = d.width.shape[-1], len(d.shed_buses), len(d.spill_buses)
+    monitored, shed_buses, spill_buses = d.monitored, d.shed_buses, d.spill_buses
 
     # variables: output blocks (n_gen * n_seg), shed, spill, reserve shortfall
-    must_run = jnp.where(on, jnp.maximum(pmin, 0.0), 0.0) @ _gen_at_bus(network, dtype)
-    shed_max = jnp.maximum(pd, 0.0)[shed_buses]
-    spill_max = (must_run + jnp.maximum(-pd, 0.0))[spill_buses]
-    reserve = jnp.asarray(reserve_mw, dtype)
     upper_mw = jnp.concatenate(
-        [width.reshape(-1), shed_max, spill_max, jnp.maximum(reserve, 0.0)[None]]
+        [d.width.reshape(-1), d.shed_max, d.spill_max, jnp.maximum(d.reserve, 0.0)[None]]
     )
     price = jnp.concatenate(
         [
-            slope.reshape(-1),
+            d.slope.reshape(-1),
             jnp.full(n_shed, params.voll, dtype),
             jnp.full(n_spill, params.spill_price, dtype),
             jnp.asarray(params.reserve_shortfall_price, dtype)[None],
         ]
     )
-    quad = jnp.concatenate([curvature.reshape(-1), jnp.zeros(n_shed + n_spill + 1, dtype)])
+    quad = jnp.concatenate([d.curvature.reshape(-1), jnp.zeros(n_shed + n_spill + 1, dtype)])
     bus_of_block = jnp.repeat(network.gen_bus, n_seg)
     var_bus = jnp.concatenate(
         [bus_of_block, jnp.asarray(shed_buses), jnp.asarray(spill_buses), jnp.zeros(1, int)]
@@ -357,17 +334,15 @@ def dcopf(
     node_bus, var_node = _nodes(network, n_seg, shed_buses, spill_buses)
 
     # network: PTDF rows of the monitored branches, limits on their flows
-    h_full = ptdf_matrix(network).astype(dtype)
-    shift = shift_flow_mw(network, h_full).astype(dtype)
-    h_lines = h_full[monitored]
+    h_lines = d.h_full[monitored]
     n_lines = len(monitored)
-    fixed_injection = lower @ _gen_at_bus(network, dtype) - pd - network.gs_mw
-    flow_fixed = h_lines @ fixed_injection + shift[monitored]
-    line_rate = rate[monitored]
+    fixed_injection = d.lower @ _gen_at_bus(network, dtype) - d.pd - network.gs_mw
+    flow_fixed = h_lines @ fixed_injection + d.shift[monitored]
+    line_rate = d.rate[monitored]
     line_on = network.branch_in_service[monitored] & jnp.isfinite(line_rate)
     safe_rate = jnp.where(line_on, line_rate, 0.0)
-    reserve_on = reserve > 0
-    headroom = jnp.sum(jnp.where(on, pmax, 0.0)) - jnp.sum(lower) - reserve
+    reserve_on = d.reserve > 0
+    headroom = jnp.sum(jnp.where(d.on, d.pmax, 0.0)) - jnp.sum(d.lower) - d.reserve
 
     # scaling: powers in pu of base_mva, costs in units of the largest marginal cost
     cost_scale = jnp.maximum(
@@ -395,28 +370,138 @@ def dcopf(
     # back to MW and currency
     x_mw = sol.x * base
     blocks = x_mw[: n_gen * n_seg].reshape(n_gen, n_seg)
-    pg = jnp.where(on, lower + jnp.sum(blocks, axis=-1), 0.0)
     start = n_gen * n_seg
-    shed = jnp.zeros(n_bus, dtype).at[shed_buses].set(x_mw[start : start + n_shed])
-    spill = (
-        jnp.zeros(n_bus, dtype).at[spill_buses].set(x_mw[start + n_shed : start + n_shed + n_spill])
+    return _result(
+        network,
+        d,
+        params,
+        blocks=blocks,
+        shed=jnp.zeros(n_bus, dtype).at[shed_buses].set(x_mw[start : start + n_shed]),
+        spill=jnp.zeros(n_bus, dtype)
+        .at[spill_buses]
+        .set(x_mw[start + n_shed : start + n_shed + n_spill]),
+        shortfall=x_mw[-1],
+        energy=sol.lam * cost_scale,
+        line_mu=(sol.y_lo[:n_lines] - sol.y_hi[:n_lines]) * cost_scale,
+        reserve_price=sol.y_hi[-1] * cost_scale,
+        converged=sol.converged,
+        iterations=sol.iterations,
+        primal_residual_mw=sol.primal_residual * base,
+        dual_residual=sol.dual_residual * cost_scale,
+        gap=sol.gap * cost_scale * base,
     )
-    shortfall = x_mw[-1]
-    generation_cost = jnp.sum(costed.generation_cost(pg))
+
+
+class _Data(NamedTuple):
+    """What every dispatch of one problem starts from (MW, currency/MWh; see :func:`dcopf`'s
+    arguments): the static index sets, the committed units' output range above ``lower``
+    as blocks (``width``, ``slope``, ``curvature``, each ``(n_gen, n_seg)``), the largest
+    shed and spill per listed bus, and the PTDF ``h_full`` ``(n_branch, n_bus)`` with
+    the flows ``shift`` of phase shifters."""
+
+    dtype: Any
+    base: Array
+    pd: Array
+    rate: Array
+    on: Array
+    pmin: Array
+    pmax: Array
+    lower: Array
+    width: Array
+    slope: Array
+    curvature: Array
+    costed: Network
+    monitored: np.ndarray
+    shed_buses: np.ndarray
+    spill_buses: np.ndarray
+    shed_max: Array
+    spill_max: Array
+    reserve: Array
+    h_full: Array
+    shift: Array
+
+
+def _problem_data(
+    network, pd_mw, cost_poly, commitment, rate_mva, reserve_mw, monitored, shed_at, spill_at
+) -> _Data:
+    """:class:`_Data` of :func:`dcopf`'s arguments (defaults as documented there)."""
+    dtype = jnp.result_type(float)
+    pd = jnp.asarray(network.pd_mw if pd_mw is None else pd_mw, dtype)
+    rate = jnp.asarray(network.rate_mva if rate_mva is None else rate_mva, dtype)
+    poly = jnp.asarray(network.cost_poly if cost_poly is None else cost_poly, dtype)
+    on = network.gen_in_service
+    if commitment is not None:
+        on = on & jnp.asarray(commitment, bool)
+    monitored, shed_buses, spill_buses = static_sets(
+        network, pd_mw, rate_mva, monitored, shed_at, spill_at
+    )
+    _check_convex(network)
+    pmin = jnp.asarray(network.pmin_mw, dtype)
+    pmax = jnp.asarray(network.pmax_mw, dtype)
+    width, slope, curvature = _blocks(network, poly, on, dtype)
+    must_run = jnp.where(on, jnp.maximum(pmin, 0.0), 0.0) @ _gen_at_bus(network, dtype)
+    h_full = ptdf_matrix(network).astype(dtype)
+    return _Data(
+        dtype=dtype,
+        base=jnp.asarray(network.base_mva, dtype),
+        pd=pd,
+        rate=rate,
+        on=on,
+        pmin=pmin,
+        pmax=pmax,
+        lower=jnp.where(on, pmin, 0.0),
+        width=width,
+        slope=slope,
+        curvature=curvature,
+        costed=network.replace(cost_poly=poly, gen_in_service=on),
+        monitored=monitored,
+        shed_buses=shed_buses,
+        spill_buses=spill_buses,
+        shed_max=jnp.maximum(pd, 0.0)[shed_buses],
+        spill_max=(must_run + jnp.maximum(-pd, 0.0))[spill_buses],
+        reserve=jnp.asarray(reserve_mw, dtype),
+        h_full=h_full,
+        shift=shift_flow_mw(network, h_full).astype(dtype),
+    )
+
+
+def _result(
+    network: Network,
+    d: _Data,
+    params: DCOPFParams,
+    *,
+    blocks,
+    shed,
+    spill,
+    shortfall,
+    energy,
+    line_mu,
+    reserve_price,
+    converged,
+    iterations,
+    primal_residual_mw,
+    dual_residual,
+    gap,
+) -> DispatchResult:
+    """The :class:`DispatchResult` of a dispatch: ``blocks`` ``(n_gen, n_seg)`` MW above
+    ``lower``, ``shed`` and ``spill`` ``(n_bus,)`` MW, ``shortfall`` MW, the balance's
+    price ``energy`` and the monitored lines' duals ``line_mu`` ``(n_lines,)`` (lower
+    limit's minus upper limit's), currency/MWh."""
+    pg = jnp.where(d.on, d.lower + jnp.sum(blocks, axis=-1), 0.0)
+    generation_cost = jnp.sum(d.costed.generation_cost(pg))
     cost = (
         generation_cost
         + params.voll * jnp.sum(shed)
         + params.spill_price * jnp.sum(spill)
         + params.reserve_shortfall_price * shortfall
     )
-    mu = (sol.y_lo - sol.y_hi) * cost_scale  # per MW of flow
-    energy = sol.lam * cost_scale
-    congestion = h_lines.T @ mu[:n_lines]
-    injection = (pg @ _gen_at_bus(network, dtype)) + shed - spill - pd - network.gs_mw
-    flow = h_full @ injection + shift
-    line_price = jnp.zeros(network.n_branch, dtype).at[monitored].set(-mu[:n_lines])
-    margin = 1e-3 + 1e-6 * jnp.abs(rate)
-    monitored_mask = jnp.zeros(network.n_branch, bool).at[monitored].set(line_on)
+    congestion = d.h_full[d.monitored].T @ line_mu
+    injection = (pg @ _gen_at_bus(network, d.dtype)) + shed - spill - d.pd - network.gs_mw
+    flow = d.h_full @ injection + d.shift
+    line_price = jnp.zeros(network.n_branch, d.dtype).at[d.monitored].set(-line_mu)
+    margin = 1e-3 + 1e-6 * jnp.abs(d.rate)
+    line_on = network.branch_in_service[d.monitored] & jnp.isfinite(d.rate[d.monitored])
+    monitored_mask = jnp.zeros(network.n_branch, bool).at[d.monitored].set(line_on)
     tol_mw = 1e-3
     return DispatchResult(
         pg_mw=pg,
@@ -427,20 +512,37 @@ def dcopf(
         lmp_congestion=congestion,
         p_branch_mw=flow,
         line_price=line_price,
-        line_at_limit=monitored_mask & (jnp.abs(flow) >= rate - margin),
-        gen_at_pmax=on & (pg >= pmax - tol_mw - 1e-6 * jnp.abs(pmax)),
-        gen_at_pmin=on & (pg <= pmin + tol_mw + 1e-6 * jnp.abs(pmin)),
+        line_at_limit=monitored_mask & (jnp.abs(flow) >= d.rate - margin),
+        gen_at_pmax=d.on & (pg >= d.pmax - tol_mw - 1e-6 * jnp.abs(d.pmax)),
+        gen_at_pmin=d.on & (pg <= d.pmin + tol_mw + 1e-6 * jnp.abs(d.pmin)),
         shed_mw=shed,
         spill_mw=spill,
         reserve_shortfall_mw=shortfall,
-        reserve_price=sol.y_hi[-1] * cost_scale,
+        reserve_price=reserve_price,
         infeasible=(jnp.sum(shed) + jnp.sum(spill) + shortfall) > tol_mw,
-        converged=sol.converged,
-        iterations=sol.iterations,
-        primal_residual_mw=sol.primal_residual * base,
-        dual_residual=sol.dual_residual * cost_scale,
-        gap=sol.gap * cost_scale * base,
+        converged=converged,
+        iterations=iterations,
+        primal_residual_mw=primal_residual_mw,
+        dual_residual=dual_residual,
+        gap=gap,
     )
+
+
+def static_sets(
+    network: Network, pd_mw=None, rate_mva=None, monitored=None, shed_at=None, spill_at=None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Host side: ``(monitored, shed_at, spill_at)`` as :func:`dcopf` resolves them
+    (the given ones, else its defaults), as index arrays: what a caller that passes the
+    problem on to traced code (where the defaults would be every branch and bus) fixes
+    first."""
+    if monitored is None:
+        monitored = _default_monitored(network, rate_mva)
+    shed_buses, spill_buses = _slack_buses(network, pd_mw)
+    if shed_at is not None:
+        shed_buses = np.asarray(shed_at, np.int64).reshape(-1)
+    if spill_at is not None:
+        spill_buses = np.asarray(spill_at, np.int64).reshape(-1)
+    return np.asarray(monitored, np.int64).reshape(-1), shed_buses, spill_buses
 
 
 def _slack_buses(network: Network, pd_mw) -> tuple[np.ndarray, np.ndarray]:
