@@ -133,16 +133,39 @@ def test_step_dispatch_equals_highs_dcopf(tso14):
     assert float(result.cost) == pytest.approx(ref["cost"], rel=1e-4)
 
 
-def highs_reference(env, params, c, net, rate_mva) -> dict:
+def test_steps_without_a_binding_line_skip_the_interior_point(tso14):
+    """No screened line of case14 binds, so the steps of random commitments are dispatched
+    on the copper plate (no interior point iteration), shed load and spilled output
+    included, at HiGHS's optimum."""
+    env, params = tso14
+    keys = jax.random.split(KEY, 8)
+    _, states = jax.vmap(env.reset, (0, None))(keys, params)
+    requests = jax.random.bernoulli(jax.random.PRNGKey(1), 0.6, (8, env.n_gen))
+    adjust = jax.random.uniform(jax.random.PRNGKey(2), (8, env.n_gen), minval=-1.0, maxval=1.0)
+    dispatch = jax.jit(jax.vmap(env.dispatch, (0, 0, 0, None)))
+    c, net, result = dispatch(states, requests, adjust, params)
+    assert np.all(np.asarray(result.iterations) == 0) and np.all(np.asarray(result.converged))
+    assert np.any(np.asarray(result.infeasible))  # some shed or spill
+    for i in range(8):
+        ci, ni, ri = (jax.tree_util.tree_map(lambda a, i=i: a[i], x) for x in (c, net, result))
+        poly = np.asarray(params.units.cost_poly).copy()
+        poly[:, 1] += float(params.bias_max) * np.asarray(adjust[i])
+        ref = highs_reference(env, params, ci, ni, np.asarray(params.rate_mva), poly)
+        assert float(ri.cost) == pytest.approx(ref["cost"], rel=1e-4), i
+        np.testing.assert_allclose(np.asarray(ri.pg_mw), ref["pg_mw"], atol=0.05)
+
+
+def highs_reference(env, params, c, net, rate_mva, cost_poly=None) -> dict:
     """The tests' HiGHS DC-OPF of a step's dispatch problem: commitment ``c``'s ramp
-    windows and status, net load ``net`` spread by the load shares, ``rate_mva``."""
+    windows and status, net load ``net`` spread by the load shares, ``rate_mva``, the
+    fleet's costs or ``cost_poly``."""
     network = env.network.replace(
         pmin_mw=np.asarray(c.p_low_mw), pmax_mw=np.asarray(c.p_high_mw), rate_mva=rate_mva
     )
     return highs_dcopf(
         network,
         np.asarray(params.load_share) * float(net.net_load_mw),
-        cost_poly=np.asarray(params.units.cost_poly),
+        cost_poly=np.asarray(params.units.cost_poly if cost_poly is None else cost_poly),
         commitment=np.asarray(c.status),
         reserve_mw=float(params.reserve_margin * net.net_load_mw),
         voll=float(params.dispatch.voll),

@@ -2,7 +2,8 @@
 
 Each generator offers its true cost curve scaled by ``1 + markup``; the market operator
 dispatches the offers at least offered cost within the generators' limits and the branch
-ratings (:func:`jaxgrid.dispatch.dcopf`) and pays every generator the locational
+ratings (:func:`jaxgrid.dispatch.dcopf_with_fallback`: exact on a copper plate where no
+line binds, the interior point elsewhere) and pays every generator the locational
 marginal price (LMP) of its bus for its whole output. A generator's profit is that
 revenue less its *true* cost: a markup changes the dispatch and the prices, never what
 producing costs.
@@ -14,7 +15,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from jaxgrid.dispatch import DCOPFParams, DispatchResult, dcopf
+from jaxgrid.dispatch import DCOPFParams, DispatchResult, dcopf_with_fallback
 from jaxgrid.grid.network import Network
 from jaxgrid.types import Array
 
@@ -70,7 +71,7 @@ def clear_market(
     the programme is the same for any traced ratings and loads; ``iterations`` is the
     interior point budget (static)."""
     n_bus, n_branch = network.n_bus, network.n_branch
-    dispatch = dcopf(
+    dispatch = dcopf_with_fallback(
         network,
         pd_mw,
         cost_poly=offer_curves(cost_poly, markup),

@@ -13,7 +13,8 @@ economic dispatch. The rules of :mod:`.commitment` (minimum up/down times, shut-
 ramp) refuse what a unit cannot do, and each unit's output stays in its ramp window.
 
 **Transition.** The committed units are dispatched by the DC-OPF
-(:func:`jaxgrid.dispatch.dcopf`) for the step's net load (:mod:`.net_load`) within their
+(:func:`jaxgrid.dispatch.dcopf_with_fallback`: exact on a copper plate where no
+monitored line binds, the interior point elsewhere) for the step's net load (:mod:`.net_load`) within their
 ramp windows, the branch ratings and a reserve requirement of ``reserve_margin`` times
 the net load (headroom within the ramp window); load that cannot be served is shed at
 the value of lost load, output that cannot be absorbed is spilled, reserve not held is
@@ -50,7 +51,7 @@ from flax import struct
 
 from jaxgrid import spaces
 from jaxgrid.data.profiles import Profiles, sample_start
-from jaxgrid.dispatch import DCOPFParams, dcopf
+from jaxgrid.dispatch import DCOPFParams, dcopf_with_fallback
 from jaxgrid.env import POWER_FLOW, Environment, Transition
 from jaxgrid.envs.tso.commitment import commit, next_time_in_state
 from jaxgrid.envs.tso.fleet import UnitParams
@@ -279,7 +280,7 @@ class TSO(Environment):
         network = self.network.replace(
             pmin_mw=c.p_low_mw, pmax_mw=c.p_high_mw, rate_mva=params.rate_mva
         )
-        result = dcopf(
+        result = dcopf_with_fallback(
             network,
             params.load_share * net.net_load_mw,
             cost_poly=poly,
