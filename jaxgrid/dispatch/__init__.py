@@ -8,8 +8,12 @@ the environments.
   currency/MWh split into energy and congestion, flows, binding limits, convergence);
 - :func:`copper_plate_dispatch`: the same problem without line limits, solved exactly
   (one price), with ``converged`` saying whether it is also the DC-OPF's solution;
-- :func:`dcopf_with_fallback`: the DC-OPF by the copper plate where no line binds and
-  by :func:`dcopf`'s interior point only where one does (gathered under ``vmap``);
+- :func:`binding_lines_dispatch`: the DC-OPF where a few lines bind, by Newton's method
+  on the prices of the balance and of those lines, with ``converged`` a certificate of
+  optimality;
+- :func:`dcopf_with_fallback`: the DC-OPF by the copper plate where no line binds, by
+  the binding lines' prices where their certificate holds, and by :func:`dcopf`'s
+  interior point only for the rest (gathered under ``vmap``);
 - :class:`DCOPFParams`: the value of lost load and the other prices of infeasibility;
 - :func:`monitored_branches`: the branches whose limits can bind (host side), which
   keeps the solver's linear algebra small;
@@ -22,6 +26,7 @@ admittances); nothing here knows about reinforcement learning.
 """
 
 from jaxgrid.dispatch.acopf import ACOPFResult, acopf
+from jaxgrid.dispatch.binding_lines import binding_lines_dispatch
 from jaxgrid.dispatch.copper_plate import copper_plate_dispatch
 from jaxgrid.dispatch.dcopf import DCOPFParams, DispatchResult, dcopf, monitored_branches
 from jaxgrid.dispatch.fallback import dcopf_with_fallback
@@ -31,6 +36,7 @@ __all__ = [
     "DCOPFParams",
     "DispatchResult",
     "acopf",
+    "binding_lines_dispatch",
     "copper_plate_dispatch",
     "dcopf",
     "dcopf_with_fallback",

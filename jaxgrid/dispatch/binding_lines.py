@@ -1,0 +1,249 @@
+"""The DC-OPF where a few lines bind: Newton's method on the prices of the balance and of
+those lines, and a certificate that the result is the optimum.
+
+Where lines bind, the DC-OPF's prices are the energy price ``lam`` and one price ``m_l``
+per binding line; every bus's price is ``lam + sum_l m_l PTDF[l, bus]`` (its LMP), and
+every variable responds to its bus's price alone: an output block with marginal cost
+``a + b x`` on ``[0, w]`` produces ``clip((price - rho - a) / b, 0, w)`` (``rho`` the
+reserve's price, taken from the copper plate, :mod:`.copper_plate`), shed load is all
+of the bus's above ``voll`` and spilled output all of it below ``-spill_price``. The
+prices are the root of ``1 + K`` piecewise-linear equations: the balance, and each
+binding line's flow at its rating. Newton's method finds that root in a few steps (its
+matrix is ``E D E'``, ``(1 + K)`` square, ``E`` the balance's and the lines' PTDF rows
+at the blocks' buses and ``D`` the blocks inside their range, ``1 / b`` each). The
+binding lines are found by an active set over ``rounds``: each round drops a line whose
+price has the wrong sign (a limit that pushes rather than holds), adds the monitored line
+most over its rating into one of ``slots`` places, and takes ``newton_steps`` Newton
+steps.
+
+``converged`` is a certificate of optimality, checked on the result: the balance holds,
+every monitored flow is within its rating, every binding line is at its rating with a
+price of the right sign, and the reserve's price is consistent with its shortfall. The
+optimality conditions left, each variable's response to its bus's price, hold by
+construction. Where the optimum needs a block of constant cost at its price (shed load
+or spilled output at a bus whose price is ``voll`` or ``-spill_price``, a
+piecewise-linear segment), a binding set larger than ``slots``, or more rounds, the
+certificate fails and :func:`~jaxgrid.dispatch.dcopf_with_fallback` takes the interior
+point. ``iterations`` is 0 (no interior point iteration), ``dual_residual`` and ``gap``
+are 0 (the responses are exact), ``primal_residual_mw`` is the balance's error or the
+largest flow beyond a monitored rating.
+
+Why not another QP solver for these steps: the problems differ from the copper plate
+by a few lines, so the unknowns are ``1 + K`` prices instead of the interior point's
+~200 variables and ~80 line bounds; each Newton step is ``O(K^2 n)`` for ``n`` output
+blocks, and its ``(1 + K)``-square system is inverted in JAX operations
+(:func:`~jaxgrid.numerics.small_inverse`), not by LAPACK.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import jax
+import jax.numpy as jnp
+
+from jaxgrid.dispatch.copper_plate import copper_plate_dispatch
+from jaxgrid.dispatch.dcopf import DCOPFParams, DispatchResult, _problem_data, _result
+from jaxgrid.grid.network import Network
+from jaxgrid.numerics import full_precision, small_inverse
+from jaxgrid.types import Array
+
+SLOTS = 4  # lines that may bind at once
+ROUNDS = 4  # active-set rounds
+NEWTON_STEPS = 2  # Newton steps per round
+STEP_LENGTHS = (1.0, 0.5, 0.25, 0.125)  # tried along each direction
+DAMPING = (1e-9, 1e-3, 1e-1)  # Levenberg-Marquardt damping of the directions tried
+
+
+@full_precision
+def binding_lines_dispatch(
+    network: Network,
+    pd_mw: Array | None = None,
+    *,
+    cost_poly: Array | None = None,
+    commitment: Array | None = None,
+    rate_mva: Array | None = None,
+    reserve_mw: Array | float = 0.0,
+    params: DCOPFParams | None = None,
+    monitored: Sequence[int] | None = None,
+    shed_at: Sequence[int] | None = None,
+    spill_at: Sequence[int] | None = None,
+    slots: int = SLOTS,
+    rounds: int = ROUNDS,
+    newton_steps: int = NEWTON_STEPS,
+) -> DispatchResult:
+    """The DC-OPF by Newton's method on the prices of the balance and of at most
+    ``slots`` binding lines (see the module docstring; the other arguments are
+    :func:`~jaxgrid.dispatch.dcopf`'s), with ``converged`` its certificate of
+    optimality."""
+    params = DCOPFParams() if params is None else params
+    args = (network, pd_mw)
+    kwargs = dict(
+        cost_poly=cost_poly,
+        commitment=commitment,
+        rate_mva=rate_mva,
+        reserve_mw=reserve_mw,
+        params=params,
+        monitored=monitored,
+        shed_at=shed_at,
+        spill_at=spill_at,
+    )
+    plate = copper_plate_dispatch(*args, **kwargs)
+    d = _problem_data(
+        network, pd_mw, cost_poly, commitment, rate_mva, reserve_mw, monitored, shed_at, spill_at
+    )
+    if len(d.monitored) == 0:  # no line can bind: the copper plate is the answer
+        return plate
+    dtype, n_bus = d.dtype, network.n_bus
+    h = d.h_full[d.monitored]  # (L, n_bus)
+    rate = d.rate[d.monitored]
+    line_on = network.branch_in_service[d.monitored] & jnp.isfinite(rate)
+    limit = jnp.where(line_on, rate, jnp.inf)
+    shift = d.shift[d.monitored]
+    n_seg = d.width.shape[-1]
+    block_bus = jnp.repeat(network.gen_bus, n_seg)
+    rho = plate.reserve_price
+    start = d.slope.reshape(-1) + rho
+    rise = d.curvature.reshape(-1)
+    width = d.width.reshape(-1)
+    sloped = rise > 0
+    safe_rise = jnp.where(sloped, rise, 1.0)
+    block_to_bus = (block_bus[:, None] == jnp.arange(n_bus)).astype(dtype)
+    fixed = jnp.where(d.on, d.lower, 0.0) @ (network.gen_bus[:, None] == jnp.arange(n_bus))
+    fixed = fixed.astype(dtype) - d.pd - network.gs_mw
+    scale = jnp.maximum(jnp.sum(jnp.abs(d.pd)), 1.0)
+    tol_mw = 1e-3 + 64 * jnp.finfo(dtype).eps * scale
+
+    fixed_total = jnp.sum(fixed)
+    h_blocks = h[:, block_bus]  # (L, n_blocks)
+    rating = jnp.where(line_on, rate, 0.0)
+    shed_cap = jnp.zeros(n_bus, dtype).at[d.shed_buses].set(d.shed_max)
+    spill_cap = jnp.zeros(n_bus, dtype).at[d.spill_buses].set(d.spill_max)
+
+    # the slots: ``pick`` (slots, L) holds +1 (upper limit) or -1 (lower limit) at the
+    # line a slot holds, a row of zeros for a free slot; written as products with it, so
+    # that no step gathers or scatters
+    def slotted(pick):
+        """The slots' PTDF rows at the buses and at the blocks, their ratings and
+        shifts, their sides and whether they hold a line."""
+        held = jnp.abs(pick)
+        side = jnp.sum(pick, axis=1)
+        return held @ h, held @ h_blocks, held @ rating, held @ shift, side, side != 0
+
+    def respond(p, slots_):
+        """At prices ``p``: the blocks' outputs and prices ``(n_blocks,)``, shed, spill and
+        the buses' injections ``(n_bus,)``."""
+        h_at, hb_at, _, _, _, active = slots_
+        m = jnp.where(active, p[1:], 0.0)
+        at_block = p[0] + m @ hb_at
+        price = p[0] + m @ h_at
+        ramp = jnp.clip((at_block - start) / safe_rise, 0.0, width)
+        x = jnp.where(sloped, ramp, width * (start < at_block))
+        shed = shed_cap * (price > params.voll)
+        spill = spill_cap * (price < -params.spill_price)
+        return x, at_block, shed, spill, fixed + x @ block_to_bus + shed - spill
+
+    def residual(p, slots_):
+        """The balance's and the binding lines' errors, MW (``(1 + slots,)``; 0 for a
+        free slot), and the blocks' prices (the injections' products with the slots'
+        PTDF rows taken term by term, without the buses' injections)."""
+        h_at, hb_at, rating_at, shift_at, side, active = slots_
+        m = jnp.where(active, p[1:], 0.0)
+        at_block = p[0] + m @ hb_at
+        price = p[0] + m @ h_at
+        x = jnp.where(
+            sloped,
+            jnp.clip((at_block - start) / safe_rise, 0.0, width),
+            width * (start < at_block),
+        )
+        slack = shed_cap * (price > params.voll) - spill_cap * (price < -params.spill_price)
+        balance = fixed_total + jnp.sum(x) + jnp.sum(slack)
+        flows = h_at @ (fixed + slack) + hb_at @ x + shift_at
+        error = jnp.where(active, flows - side * rating_at, 0.0)
+        return jnp.concatenate([balance[None], error]), at_block
+
+    def newton(p, slots_):
+        """One step: of the Newton direction and damped ones, at each of the
+        ``STEP_LENGTHS``, the one that leaves the smallest error (a full step may
+        overshoot into another piece)."""
+        _, hb_at, _, _, _, active = slots_
+        error, at_block = residual(p, slots_)
+        inside = sloped & (at_block > start) & (at_block < start + rise * width)
+        slope = jnp.where(inside, 1.0 / safe_rise, 0.0)
+        rows = jnp.concatenate(
+            [jnp.ones((1, len(start)), dtype), jnp.where(active[:, None], hb_at, 0.0)]
+        )
+        on = jnp.concatenate([jnp.ones(1, bool), active])
+        jac = jnp.where(on[:, None] & on[None, :], (rows * slope) @ rows.T, jnp.eye(len(on)))
+        # where fewer blocks are inside their range than prices are sought the matrix
+        # is singular: damped directions (Levenberg-Marquardt) are tried beside Newton's
+        size = jnp.max(jnp.diag(jac))
+        damped = jac + (jnp.asarray(DAMPING, dtype) * size)[:, None, None] * jnp.eye(len(on))
+        steps = jax.vmap(small_inverse)(damped) @ error
+        steps = jnp.where(jnp.isfinite(steps), steps, 0.0)
+        lengths = jnp.asarray(STEP_LENGTHS, dtype)
+        trials = (p[None, None] - lengths[None, :, None] * steps[:, None]).reshape(-1, len(p))
+        norms = jax.vmap(lambda q: jnp.sum(residual(q, slots_)[0] ** 2))(trials)
+        best = jnp.argmin(jnp.where(jnp.isfinite(norms), norms, jnp.inf))
+        return jnp.where(norms[best] < jnp.sum(error**2), trials[best], p)
+
+    def round_(carry, _):
+        p, pick = carry
+        # drop a limit whose price pushes (upper limit: m <= 0; lower limit: m >= 0)
+        side = jnp.sum(pick, axis=1)
+        wrong = (side != 0) & (side * p[1:] > 0)
+        pick = jnp.where(wrong[:, None], 0.0, pick)
+        p = p.at[1:].set(jnp.where(wrong | (side == 0), 0.0, p[1:]))
+        # add the line most over its rating into a free slot
+        flows = h @ respond(p, slotted(pick))[-1] + shift
+        taken = jnp.sum(jnp.abs(pick), axis=0) > 0
+        over = jnp.where(taken | ~line_on, -jnp.inf, jnp.abs(flows) - rating)
+        worst = jnp.argmax(over)
+        free = jnp.sum(jnp.abs(pick), axis=1) == 0
+        first_free = jnp.arange(slots) == jnp.argmax(free)
+        add = (over[worst] > tol_mw) & jnp.any(free)
+        entry = jnp.sign(flows[worst]) * (jnp.arange(len(rating)) == worst)
+        pick = jnp.where(add & first_free[:, None], entry[None], pick)
+        slots_ = slotted(pick)
+        p = jax.lax.fori_loop(0, newton_steps, lambda _, q: newton(q, slots_), p)
+        return (p, pick), None
+
+    p0 = jnp.concatenate([plate.lmp_energy[None], jnp.zeros(slots, dtype)])
+    init = (p0, jnp.zeros((slots, len(rating)), dtype))
+    (p, pick), _ = jax.lax.scan(round_, init, None, length=rounds)
+
+    slots_ = slotted(pick)
+    x, _, shed, spill, inj = respond(p, slots_)
+    flows = h @ inj + shift
+    _, _, rating_at, _, side, active = slots_
+    balance = jnp.abs(jnp.sum(inj))
+    over = jnp.max(jnp.where(line_on, jnp.abs(flows) - limit, 0.0), initial=0.0)
+    at_limit = jnp.abs(jnp.abs(pick) @ flows - side * rating_at) <= tol_mw
+    price_scale = jnp.maximum(1.0, jnp.max(jnp.abs(start)))
+    holds = side * p[1:] <= 1e-6 * price_scale
+    blocks = x.reshape(d.width.shape)
+    headroom = jnp.sum(jnp.where(d.on, d.pmax, 0.0)) - jnp.sum(d.lower) - d.reserve
+    short = jnp.sum(x) - headroom
+    reserve_on = d.reserve > 0
+    consistent = ~reserve_on | jnp.where(rho > 0, short >= -tol_mw, short <= tol_mw)
+    certified = (
+        (balance <= tol_mw) & (over <= tol_mw) & jnp.all(~active | (at_limit & holds)) & consistent
+    )
+    line_mu = jnp.where(active, p[1:], 0.0) @ jnp.abs(pick)
+    return _result(
+        network,
+        d,
+        params,
+        blocks=blocks,
+        shed=shed,
+        spill=spill,
+        shortfall=jnp.where(reserve_on, jnp.maximum(short, 0.0), 0.0),
+        energy=p[0],
+        line_mu=line_mu,
+        reserve_price=rho,
+        converged=certified,
+        iterations=jnp.zeros((), jnp.int32),
+        primal_residual_mw=jnp.maximum(balance, jnp.maximum(over, 0.0)),
+        dual_residual=jnp.zeros((), dtype),
+        gap=jnp.zeros((), dtype),
+    )

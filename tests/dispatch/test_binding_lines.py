@@ -1,0 +1,54 @@
+"""The binding-lines dispatch against HiGHS where its certificate holds, on cases with
+lines tightened until several bind, and its certificate's refusal where the optimum
+sheds load behind a binding line (a block of constant cost at its price)."""
+
+import jax
+import numpy as np
+from conftest import x64
+from highs_dcopf import solve
+from instances import draw, tightened
+from test_copper_plate import _at
+from test_dcopf import _check
+
+from jaxgrid.dispatch import DCOPFParams, binding_lines_dispatch, copper_plate_dispatch
+from jaxgrid.grid import network_from_matpower
+
+# these instances bind up to six lines: room for eight, and rounds to find them
+SEARCH = dict(slots=8, rounds=8, newton_steps=4)
+
+
+def test_matches_highs_where_certified():
+    certified_binding = []
+    with x64():
+        for name in ("case30", "case118"):
+            network = tightened(network_from_matpower(name))
+            pd, poly, commitment = draw(network, np.random.default_rng(11), 6)
+
+            def both(p, c, u, network=network):
+                kwargs = dict(cost_poly=c, commitment=u)
+                return (
+                    binding_lines_dispatch(network, p, **kwargs, **SEARCH),
+                    copper_plate_dispatch(network, p, **kwargs),
+                )
+
+            lines, plate = jax.jit(jax.vmap(both))(pd, poly, commitment)
+            for i in np.flatnonzero(np.asarray(lines.converged)):
+                ref = solve(network, pd[i], cost_poly=poly[i], commitment=commitment[i])
+                result = _at(lines, i)
+                _check(result, ref, network, f"{name} instance {i}")
+                assert int(result.iterations) == 0
+                if not bool(plate.converged[i]):
+                    certified_binding.append(int(np.sum(np.asarray(result.line_at_limit))))
+    # the tightened lines bind: the copper plate refused these, Newton's prices hold
+    assert len(certified_binding) >= 6 and max(certified_binding) >= 2
+
+
+def test_certificate_refuses_shed_behind_a_binding_line():
+    with x64():
+        network = tightened(network_from_matpower("case30"))
+        pd = 3.0 * np.asarray(network.pd_mw)  # more than the units can serve
+        result = binding_lines_dispatch(network, pd, params=DCOPFParams(voll=5000.0))
+        ref = solve(network, pd, voll=5000.0)
+    assert ref["status"] == "Optimal" and np.sum(ref["shed_mw"]) > 0
+    assert not bool(result.converged)
+    assert float(result.primal_residual_mw) > 1e-3
