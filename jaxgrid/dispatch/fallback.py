@@ -23,7 +23,10 @@ the merit order's (``benchmarks/dispatch_failures.py``). The binding lines' sear
 (``slots``, ``rounds``, ``newton_steps``) trades its own cost against the interior
 point's: 8 rounds of 4 Newton steps left the interior point fewer steps but ran
 1.1e3 env-steps/s at 64 and 256 environments, 4 rounds of 2 steps 1.7e3 and 2.0e3 (its
-defaults); a capacity of 4 problems a round beat 16 at the remaining rates.
+defaults); a capacity of 4 problems a round beat 16 at the remaining rates. On case5
+(``gencos5-v0``: 6 lines, a 5-node interior point) the middle stage costs more than the
+interior point it saves: 1.3e4 and 9.3e3 env-steps/s at 64 and 256 environments with it,
+2.5e4 and 4.0e4 without (``binding_lines=False``, which that market uses).
 """
 
 from __future__ import annotations
@@ -66,10 +69,12 @@ def dcopf_with_fallback(
     spill_at: Sequence[int] | None = None,
     iterations: int = DEFAULT_ITERATIONS,
     capacity: int = CAPACITY,
+    binding_lines: bool = True,
 ) -> DispatchResult:
     """:func:`~jaxgrid.dispatch.dcopf`'s solution of the same arguments (see the module
     docstring), with ``capacity`` the problems of a batch solved by the interior point
-    per round."""
+    per round; ``binding_lines=False`` leaves out the middle stage (cheaper where the
+    interior point is: a network of a few buses)."""
     params = DCOPFParams() if params is None else params
     monitored, shed_at, spill_at = static_sets(
         network, pd_mw, rate_mva, monitored, shed_at, spill_at
@@ -85,19 +90,27 @@ def dcopf_with_fallback(
         ("shed_at", tuple(shed_at)),
         ("spill_at", tuple(spill_at)),
     )
-    return _stages(*args, sets=sets, iterations=int(iterations), capacity=int(capacity))
+    return _stages(
+        *args,
+        sets=sets,
+        iterations=int(iterations),
+        capacity=int(capacity),
+        binding_lines=bool(binding_lines),
+    )
 
 
-@functools.partial(jax.jit, static_argnames=("sets", "iterations", "capacity"))
-def _stages(*args, sets, iterations, capacity) -> DispatchResult:
+@functools.partial(jax.jit, static_argnames=("sets", "iterations", "capacity", "binding_lines"))
+def _stages(*args, sets, iterations, capacity, binding_lines) -> DispatchResult:
     """The three stages (module docstring). Jitted, so that calls outside ``jit`` (an
     environment stepped eagerly) reuse one compiled program: each eager call of
     :func:`~jaxgrid.masked.masked_apply` would compile its stages anew, and an eagerly
     stepped ``tso14-v0`` ran out of the JIT's memory within two days of steps."""
     sets = dict(sets)
     plate = _solve(copper_plate_dispatch, sets, *args)  # every problem
-    lines = functools.partial(_solve, binding_lines_dispatch, sets)
-    newton = masked_apply(lines, ~plate.converged, plate, *args)
+    newton = plate
+    if binding_lines:
+        lines = functools.partial(_solve, binding_lines_dispatch, sets)
+        newton = masked_apply(lines, ~plate.converged, plate, *args)
     interior = functools.partial(_solve, functools.partial(dcopf, iterations=iterations), sets)
     return masked_apply(interior, ~newton.converged, newton, *args, capacity=capacity)
 
