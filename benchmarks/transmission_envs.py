@@ -22,7 +22,8 @@ caps, commitment and reserve on, ADMM DC-OPF of 100 iterations) and the GenCos m
 objects absent from the checkout, so the TSO runs on its synthetic net load and the
 GenCos market on case5's loads times a daily shape; the work of a step does not depend on
 the numbers. The dispatch of jaxgrid's environments is exact (the copper plate where
-no line binds, the interior point to HiGHS's optimum elsewhere, ``tests/dispatch``); PowerZooJax's ADMM stops at its iteration count
+no line binds, the binding lines' certified prices where a few do, the interior point to
+HiGHS's optimum for the rest, ``tests/dispatch``); PowerZooJax's ADMM stops at its iteration count
 (its accuracy against HiGHS: ``benchmarks/transmission_dispatch.py``).
 """
 

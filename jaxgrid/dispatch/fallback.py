@@ -109,10 +109,15 @@ def _stages(*args, sets, iterations, capacity, binding_lines) -> DispatchResult:
     plate = _solve(copper_plate_dispatch, sets, *args)  # every problem
     newton = plate
     if binding_lines:
-        lines = functools.partial(_solve, binding_lines_dispatch, sets)
-        newton = masked_apply(lines, ~plate.converged, plate, *args)
+        lines = functools.partial(_lines, sets)
+        newton = masked_apply(lines, ~plate.converged, plate, plate, *args)
     interior = functools.partial(_solve, functools.partial(dcopf, iterations=iterations), sets)
     return masked_apply(interior, ~newton.converged, newton, *args, capacity=capacity)
+
+
+def _lines(sets, plate, *args) -> DispatchResult:
+    """The binding lines' stage, started from the copper plate's result ``plate``."""
+    return _solve(functools.partial(binding_lines_dispatch, plate=plate), sets, *args)
 
 
 def _solve(solver, sets, network, pd, poly, on, rate, reserve, params) -> DispatchResult:

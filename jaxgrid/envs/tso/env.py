@@ -14,7 +14,8 @@ ramp) refuse what a unit cannot do, and each unit's output stays in its ramp win
 
 **Transition.** The committed units are dispatched by the DC-OPF
 (:func:`jaxgrid.dispatch.dcopf_with_fallback`: exact on a copper plate where no
-monitored line binds, the interior point elsewhere) for the step's net load (:mod:`.net_load`) within their
+monitored line binds, by the binding lines' prices where a few do, the interior point
+for the rest) for the step's net load (:mod:`.net_load`) within their
 ramp windows, the branch ratings and a reserve requirement of ``reserve_margin`` times
 the net load (headroom within the ramp window); load that cannot be served is shed at
 the value of lost load, output that cannot be absorbed is spilled, reserve not held is
