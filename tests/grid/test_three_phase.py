@@ -13,7 +13,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import x64
+from conftest import float64_leaves, x64
 
 from jaxgrid.grid.three_phase import (
     BUNDLED,
@@ -146,12 +146,28 @@ def test_voltage_collapse_is_reported_with_finite_numbers():
         assert np.all(np.isfinite(np.asarray(leaf)))
 
 
-def test_float32_lu_failure_is_reported_with_finite_numbers():
-    """At these taps float32's LU of IEEE 123's nodal matrix is not finite (its 5e5 pu
-    regulator admittances): the result is finite and not converged, never NaN."""
-    taps = (1 + 0.00625 * np.array([6, 4, 7, 5, 13, 9, 9])).astype(np.float32)
-    feeder = load_feeder3("ieee123").replace(tap_pu=taps)
+def test_float32_at_regulator_taps_is_finite_and_honest(float64_flow_ieee123_taps):
+    """At these taps float32's LU of IEEE 123's nodal matrix (its regulators' admittances
+    are 5e5 pu) is not finite on some CPUs and is on others: on every machine the result
+    is finite, and where it says converged its line-to-line voltages are float64's (the
+    voltages to ground of the nodes behind an ungrounded delta winding float32 does not
+    resolve: see the module's docstring)."""
+    taps, vll_float64 = float64_flow_ieee123_taps
+    feeder = load_feeder3("ieee123").replace(tap_pu=taps.astype(np.float32))
     result = jax.jit(unbalanced_power_flow)(feeder, 1.0)
-    assert not bool(result.converged)
     for leaf in jax.tree_util.tree_leaves(result):
         assert np.all(np.isfinite(np.asarray(leaf)))
+    if bool(result.converged):
+        np.testing.assert_allclose(np.asarray(result.vll_pu), vll_float64, atol=3e-3)
+    else:
+        assert float(result.mismatch_pu) == np.finfo(np.float32).max
+
+
+@pytest.fixture
+def float64_flow_ieee123_taps():
+    taps = 1 + 0.00625 * np.array([6, 4, 7, 5, 13, 9, 9])
+    with x64():
+        feeder = float64_leaves(load_feeder3("ieee123")).replace(tap_pu=taps)
+        result = jax.jit(unbalanced_power_flow)(feeder, 1.0)
+        assert bool(result.converged)
+        return taps, np.asarray(result.vll_pu)
