@@ -27,6 +27,24 @@ jax.config.update(
 )
 
 
+# The default suite (the README's test command, CI) keeps every fast test and a sample of
+# the compile-heavy ones, to stay within 15 minutes cold on 2 cores; the validation
+# command ``JAXGRID_VALIDATE=full python -m pytest`` runs them all (README, Development).
+FULL = os.environ.get("JAXGRID_VALIDATE") == "full"
+full_only = pytest.mark.skipif(
+    not FULL, reason="sampled out of the default suite: JAXGRID_VALIDATE=full runs it"
+)
+
+
+def sampled(values, keep):
+    """``values`` as ``pytest.mark.parametrize`` arguments, those not in ``keep`` marked
+    :data:`full_only` (run by the validation command only)."""
+    return [
+        v if v in keep else pytest.param(*(v if isinstance(v, tuple) else (v,)), marks=full_only)
+        for v in values
+    ]
+
+
 @contextlib.contextmanager
 def x64():
     """Run the block with ``jax_enable_x64`` on (float64 by default)."""

@@ -5,6 +5,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from conftest import full_only
 
 import jaxgrid
 from jaxgrid.control import MPCConfig, mpc_controller
@@ -43,6 +44,7 @@ def test_plans_stay_in_the_action_box_and_shift_by_one_step():
     np.testing.assert_array_equal(next_plan[-1], next_plan[-2])
 
 
+@full_only
 def test_vmapped_controller_equals_one_by_one():
     env, params = jaxgrid.make("arbitrage-v0")
     keys = jax.random.split(jax.random.PRNGKey(3), 3)
@@ -108,6 +110,7 @@ def test_forecast_params_perturb_only_the_planned_rows_with_the_forecast_spread(
         assert abs(np.mean(ratio)) < 4 * spread / np.sqrt(ratio.size)
 
 
+@full_only
 def test_mpc_on_noisy_forecasts_earns_less_than_with_perfect_foresight():
     env, params = jaxgrid.make("arbitrage-v0")
     key, episodes = jax.random.PRNGKey(0), 4

@@ -4,13 +4,11 @@ and ``commit_smoothing_mw``, the regulator agents' ``tap_smoothing_steps``): exa
 derivative on the clipped side that equals central differences, and the exact model
 recovered as the width shrinks; alone and through an environment's step."""
 
-import os
-
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import float64_leaves
+from conftest import float64_leaves, full_only
 from test_datacentre import params as dc_params
 from test_datacentre import state as dc_state
 from test_datacentre import step as dc_step
@@ -114,6 +112,7 @@ def test_inverter_headroom_derivative_at_the_rating(float64):
     )
 
 
+@full_only
 def test_arbitrage_step_gradient_with_a_smoothed_battery(float64):
     """A full-power charge request near a full battery: the exact step's reward does not
     move with the request; with ``smoothing_mw`` it does, as central differences say."""
@@ -148,10 +147,6 @@ INVERTERS = {
     "ders33-v0": ("pv_q_smoothing_mvar", "pv_s_max_mva"),
     "voltage13-v0": ("pv_q_smoothing_kvar", "pv_s_max_kva"),
 }
-
-
-FULL = os.environ.get("JAXGRID_VALIDATE") == "full"
-full_only = pytest.mark.skipif(not FULL, reason="JAXGRID_VALIDATE=full: a float64 feeder step")
 
 
 def _saturated_inverters(name):
@@ -516,6 +511,7 @@ def test_commitment_relaxation_approaches_the_exact_model_away_from_zero(float64
 # -- a regulator agent's tap move (Voltage3Params.tap_smoothing_steps) ----------------------
 
 
+@full_only
 def test_tap_move_surrogate(float64):
     """IEEE 123's seven regulators (steps of 0.00625 pu over [0.9, 1.1]). Width 0: the
     agents' exact move, ``clip(tap + round(steps) * 0.00625, 0.9, 1.1)``, bit for bit, with
@@ -579,6 +575,7 @@ def _same_steps(a, b):
         np.testing.assert_array_equal(x, y)
 
 
+@full_only
 def test_dcmg_cooling_smoothing(float64):
     """A setpoint one width above where the hall would drift with no cooling (the idle
     cluster's heat, a night's outdoor air): the exact chiller removes nothing whatever the

@@ -21,18 +21,15 @@ the differences measure only the barrier's remnant.
     JAXGRID_VALIDATE=full python -m pytest tests/dispatch/test_acopf_gradients.py
 """
 
-import os
-
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import float64_leaves, x64
+from conftest import FULL, float64_leaves, full_only, x64
 
 from jaxgrid.dispatch import acopf
 from jaxgrid.grid import network_from_matpower
 
-FULL = os.environ.get("JAXGRID_VALIDATE") == "full"
 CASES = ["case9", "case30"] if FULL else ["case9"]
 STEP = 1e-4  # relative to each input
 RTOL = 1e-5
@@ -134,6 +131,7 @@ def _direction(i, x):
     return jnp.where(finite, d * (jnp.abs(jnp.where(finite, x, 0.0)) + 1e-3), 0.0)
 
 
+@full_only
 @pytest.mark.parametrize("name", CASES)
 def test_gradient_equals_central_differences(name):
     with x64():
@@ -164,6 +162,7 @@ def test_gradient_equals_central_differences(name):
             )
 
 
+@full_only
 def test_cost_derivatives_are_the_prices_and_batch():
     """Envelope theorem on case9: the cost's derivative in the active load of a bus is
     its LMP, in the reactive load its reactive price, in a branch's rating minus the

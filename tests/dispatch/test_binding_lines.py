@@ -4,7 +4,7 @@ sheds load behind a binding line (a block of constant cost at its price)."""
 
 import jax
 import numpy as np
-from conftest import x64
+from conftest import full_only, x64
 from highs_dcopf import solve
 from instances import draw, tightened
 from test_copper_plate import _at
@@ -43,6 +43,7 @@ def test_matches_highs_where_certified():
     assert len(certified_binding) >= 6 and max(certified_binding) >= 2
 
 
+@full_only
 def test_certificate_refuses_shed_behind_a_binding_line():
     with x64():
         network = tightened(network_from_matpower("case30"))

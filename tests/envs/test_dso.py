@@ -4,6 +4,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from conftest import full_only
 
 import jaxgrid
 from jaxgrid.grid import distflow
@@ -12,6 +13,7 @@ from jaxgrid.testing import check_env
 KEY = jax.random.PRNGKey(0)
 
 
+@full_only
 def test_check_env_with_lindistflow():
     # the registered distflow is checked in test_registered.py; the solver is a params
     # leaf, so at the same sizes these are its programs, from the compilation cache
@@ -77,6 +79,7 @@ def test_deferred_demand_comes_back_within_the_window():
     assert total_flex == pytest.approx(total_demand, rel=1e-5)
 
 
+@full_only
 def test_no_control_violates_the_band_sometimes():
     env, params = jaxgrid.make("dso33-v0")
     run = jax.jit(

@@ -7,6 +7,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from conftest import full_only
 
 import jaxgrid
 from jaxgrid.devices import sample_overnight_sessions, served_share
@@ -137,6 +138,7 @@ def test_oracle_charges_in_the_cheapest_hours_worked_by_hand():
     assert plan.slack < 1e-9
 
 
+@full_only
 def test_oracle_beats_every_baseline(fleet):
     env, params = fleet
 
@@ -173,6 +175,7 @@ def test_bad_params_are_refused_by_name():
         make_evfleet(charger_kw=-1.0)
 
 
+@full_only
 def test_vmap_over_targets_and_batches_compile_once(fleet):
     env, params = fleet
 

@@ -6,6 +6,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from conftest import full_only
 
 import jaxgrid
 from jaxgrid.envs.gardeners import make_gardeners, read_grid_file
@@ -125,6 +126,7 @@ def test_picture_in_the_peer_s_colours():
     assert not np.array_equal(image, grown)
 
 
+@full_only
 def test_ippo_trains_on_the_masked_observation():
     from jaxgrid.train import ippo, ppo
 

@@ -13,7 +13,7 @@ are tested by their distribution in ``test_gardeners.py``. jaxgrid runs in float
 
 import numpy as np
 import pytest
-from conftest import x64
+from conftest import full_only, sampled, x64
 
 gardeners_peer = pytest.importorskip("gardeners_peer")
 
@@ -45,15 +45,24 @@ def parity(tmp_path, seed, kind, size, num_agents, turns=TURNS, flowers=0, num_t
 
 @pytest.mark.parametrize(
     "seed, kind, size, num_agents, options",
-    [
-        (0, "random", 8, 3, {}),
-        # flowers at random stages on the grid at reset, four flower types, no seed returned
-        (1, "masked", 7, 2, dict(observation="total", flowers=10, num_types=4, seeds_returned=0)),
-        # no seed system, pollution bounds 10-60, a wider window
-        (2, "adversarial", 6, 4, dict(radius=2, seeds_returned=-1, bounds=(10, 60))),
-        # agents may share cells (the package's cells then record the last agent in)
-        (3, "random", 5, 4, dict(collisions=False, seeds_returned=3)),
-    ],
+    sampled(
+        [
+            (0, "random", 8, 3, {}),
+            # flowers at random stages on the grid at reset, four flower types, no seed returned
+            (
+                1,
+                "masked",
+                7,
+                2,
+                dict(observation="total", flowers=10, num_types=4, seeds_returned=0),
+            ),
+            # no seed system, pollution bounds 10-60, a wider window
+            (2, "adversarial", 6, 4, dict(radius=2, seeds_returned=-1, bounds=(10, 60))),
+            # agents may share cells (the package's cells then record the last agent in)
+            (3, "random", 5, 4, dict(collisions=False, seeds_returned=3)),
+        ],
+        keep=[(0, "random", 8, 3, {})],
+    ),
 )
 def test_500_turns(tmp_path, seed, kind, size, num_agents, options):
     ours, theirs = parity(tmp_path, seed, kind, size, num_agents, **options)
@@ -71,6 +80,7 @@ def test_500_turns(tmp_path, seed, kind, size, num_agents, options):
         assert any(len({tuple(p) for p in turn}) < len(turn) for turn in theirs["position"])
 
 
+@full_only
 def test_float32(tmp_path):
     ours, theirs = parity(tmp_path, 4, "random", 6, 3, turns=200, float64=False)
     gardeners_peer.compare(ours, theirs, atol=2e-5)

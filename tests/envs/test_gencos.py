@@ -9,7 +9,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import x64
+from conftest import full_only, x64
 
 import jaxgrid
 from jaxgrid.envs.gencos import deviation_gains, market_outcome
@@ -47,6 +47,7 @@ def step_at(env, params, markup, row=0):
     return jax.jit(env.step_env)(KEY, state, action.astype(params.pd_mw.dtype), params)
 
 
+@full_only
 def test_check_env_on_a_variant():
     env, params = jaxgrid.make("gencos5-v0", markup_range=(-0.5, 1.0), base_share=0.3)
     check_env(env, params, num_steps=50, num_envs=4)
@@ -130,6 +131,7 @@ def test_uniform_markup_leaves_the_dispatch_and_scales_every_price():
     np.testing.assert_allclose(marked["lmp"], 1.6 * truthful["lmp"], rtol=1e-3)
 
 
+@full_only
 def test_baselines_run_and_truthful_is_cheapest():
     env, params = jaxgrid.make("gencos5-v0")
     outcomes = {
@@ -158,6 +160,7 @@ def highs_profit(net, poly, bus_load, markup):
     return price * pg - (poly[:, 0] * pg**2 + poly[:, 1] * pg + poly[:, 2])
 
 
+@full_only
 def test_deviation_check_finds_the_pivotal_generators_best_markup():
     # a flat 400 MW day: against truthful rivals gen 4 profits from any markup up to its
     # best; the others do not run at truthful prices and gain nothing by bidding higher
@@ -176,6 +179,7 @@ def test_deviation_check_finds_the_pivotal_generators_best_markup():
     np.testing.assert_allclose(check.gain[:4], 0.0, atol=1.0)
 
 
+@full_only
 def test_bids_sweep_under_vmap_and_jit_traces_once():
     env, params = jaxgrid.make("gencos5-v0")
     obs, state = env.reset(KEY, params)
@@ -230,6 +234,7 @@ def test_forecast_is_the_demand_that_clears():
         )
 
 
+@full_only
 def test_policy_metrics_for_the_evaluation_report():
     # a uniform markup of 1 (uniform_mid) keeps truthful's dispatch and doubles every price
     env, params = jaxgrid.make("gencos5-v0")

@@ -3,7 +3,6 @@ table, the AC-OPF oracle stepped through the environment, violations by hand, fa
 power flows as events, and batching. ``check_env`` runs in ``test_registered.py``."""
 
 import copy
-import os
 import warnings
 
 import chex
@@ -11,13 +10,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from conftest import FULL, full_only
 
 import jaxgrid
 from jaxgrid.envs.opf import day_oracle
 from jaxgrid.rollout import is_controller
 
 KEY = jax.random.PRNGKey(0)
-FULL = os.environ.get("JAXGRID_VALIDATE") == "full"
 CASE_DIR = "jaxgrid/grid/cases/transmission"
 
 
@@ -104,6 +103,7 @@ def test_slack_agents_active_power_entry_is_ignored(opf14):
     chex.assert_trees_all_equal(a[1], b[1])
 
 
+@full_only
 def test_oracle_setpoints_cost_nothing_and_earn_the_acopf_cost(opf14):
     env, params, step = opf14
     test = params.replace(profiles=params.profiles.for_testing())
@@ -124,6 +124,7 @@ def test_oracle_setpoints_cost_nothing_and_earn_the_acopf_cost(opf14):
     np.testing.assert_allclose(env.oracle_return(test, start), sum(rewards), rtol=1e-5)
 
 
+@full_only
 def test_baselines_pay_more_than_the_oracle(opf14):
     env, params, _ = opf14
     from jaxgrid.train.evaluate import evaluate
@@ -143,6 +144,7 @@ def test_baselines_pay_more_than_the_oracle(opf14):
         assert results[name]["return"] < oracle or results[name]["violation_rate"] > 0
 
 
+@full_only
 def test_voltage_and_thermal_violations_by_hand(opf14):
     env, params, step = opf14
     state = _start(env, params, day=20)
@@ -182,6 +184,7 @@ def test_failed_power_flow_is_an_event(opf14):
     np.testing.assert_array_equal(new.pg_mw, state.pg_mw)
 
 
+@full_only
 def test_vmap_jit_and_one_trace(opf14):
     env, params, _ = opf14
 

@@ -9,6 +9,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from conftest import full_only
 
 import jaxgrid
 from jaxgrid.envs.tso import commit, day_oracle
@@ -253,6 +254,7 @@ def test_bad_params_are_refused_by_name():
         env, params = jaxgrid.make("tso14-v0", reserve_margin=-0.1)
 
 
+@full_only
 def test_tso118_builds_and_steps():
     env, params = jaxgrid.make("tso118-v0")
     assert env.n_gen == 54 and env.network.n_bus == 118 and env.horizon == 48
@@ -271,6 +273,7 @@ def tso300_dispatch():
     return env, params, c, net, result
 
 
+@full_only
 def test_tso300_negative_loads_follow_the_profile_and_balance():
     """case300's eight negative loads (injections of neighbouring systems, -322 MW) are
     negative shares of the net load, output may be spilled there, and the dispatch
