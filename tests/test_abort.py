@@ -4,6 +4,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from conftest import full_only, sampled
 
 import jaxgrid
 from jaxgrid.rewards.abort import AbortConditions, check_abort
@@ -28,12 +29,15 @@ def test_check_abort_by_hand():
 
 @pytest.mark.parametrize(
     "name, bounds, reason",
-    [
-        ("voltage33-v0", {"min_vm_pu": (0.97, np.inf)}, 0),
-        ("dso33-v0", {"max_vm_pu": (-np.inf, 1.04)}, 1),
-        ("arbitrage-v0", {"soc": (0.45, 0.55)}, 0),
-        ("ders33-v0", {"min_battery_soc": (0.45, 1.0)}, 2),
-    ],
+    sampled(
+        [
+            ("voltage33-v0", {"min_vm_pu": (0.97, np.inf)}, 0),
+            ("dso33-v0", {"max_vm_pu": (-np.inf, 1.04)}, 1),
+            ("arbitrage-v0", {"soc": (0.45, 0.55)}, 0),
+            ("ders33-v0", {"min_battery_soc": (0.45, 1.0)}, 2),
+        ],
+        keep=[("arbitrage-v0", {"soc": (0.45, 0.55)}, 0)],
+    ),
 )
 def test_environments_terminate_with_the_reason(name, bounds, reason):
     env, params = jaxgrid.make(name, abort=bounds)
@@ -59,6 +63,8 @@ def test_environments_terminate_with_the_reason(name, bounds, reason):
     assert not (np.asarray(traj.terminated) & ~collapsed)[~day_end].any()
 
 
+@full_only
+@full_only
 def test_check_env_with_aborts():
     env, params = jaxgrid.make(
         "voltage33-v0", abort={"min_vm_pu": (0.97, np.inf)}, solver="lindistflow"

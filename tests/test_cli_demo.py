@@ -1,6 +1,8 @@
 """``jaxgrid demo`` reports how often a power flow failed and no physical figure from
 those steps (it used to print a mean loss of 1e4 MW on a 3.7 MW feeder)."""
 
+from conftest import full_only
+
 from jaxgrid.cli import main
 
 
@@ -12,6 +14,7 @@ def table(text: str) -> dict:
     return {row[0]: dict(zip(header, row)) for row in rows}
 
 
+@full_only
 def test_demo_reports_failures_and_only_solved_physics(capsys):
     assert main(["demo", "--env", "voltage33-v0", "--envs", "16"]) == 0
     rows = table(capsys.readouterr().out)

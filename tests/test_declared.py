@@ -6,6 +6,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from conftest import full_only
 from toy_envs import Doors
 
 import jaxgrid
@@ -69,6 +70,7 @@ def test_an_action_in_agent_units_reaches_the_environment_rescaled(voltage):
     assert int(np.sum(wrapped[5]["action_clipped"])) == 2  # -30 and 30 were out of range
 
 
+@full_only
 def test_fixed_actions_and_rescaled_baselines(ders):
     env, params = ders
     declared = DeclaredSpaces(
@@ -88,6 +90,7 @@ def test_fixed_actions_and_rescaled_baselines(ders):
     np.testing.assert_allclose(declared.baselines(params)["rules"](KEY, obs), rules[:, :1])
 
 
+@full_only
 def test_declared_voltage_env_passes_the_test_kit(voltage):
     env, params = voltage
     declared = DeclaredSpaces(

@@ -4,6 +4,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from conftest import full_only
 
 import jaxgrid
 
@@ -56,6 +57,7 @@ def test_csv_and_parquet_hold_the_same_table(tmp_path):
     np.testing.assert_array_equal(table.column("vm_pu[17]").to_numpy(), cols["vm_pu[17]"])
 
 
+@full_only
 def test_named_action_components_and_clear_errors(tmp_path):
     env, params = jaxgrid.make("smartgrid-v0")
     traj = jaxgrid.rollout(env, params, lambda k, o: jnp.zeros((26, 6)), KEY, 3)

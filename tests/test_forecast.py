@@ -6,6 +6,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 import toy_envs
+from conftest import full_only
 
 import jaxgrid
 from jaxgrid.testing import check_env
@@ -34,6 +35,7 @@ def test_a_perfect_price_forecast_is_the_price_seen_later():
         np.testing.assert_allclose(forecasts[t], seen[t + 1 : t + 7], rtol=1e-5)
 
 
+@full_only
 def test_load_and_pv_forecasts_come_from_the_profiles_ahead():
     env, params = jaxgrid.make("voltage33-v0")
     wrapped = Forecast(env, horizon_steps=3)

@@ -17,14 +17,13 @@ The default suite compares a sample; ``JAXGRID_VALIDATE=full`` every case at 0.7
 """
 
 import copy
-import os
 import warnings
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import x64
+from conftest import FULL, full_only, x64
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_network import _pypower_tables
@@ -32,7 +31,6 @@ from test_network import _pypower_tables
 from jaxgrid.grid import network_from_matpower
 from jaxgrid.grid.acpf import acpf
 
-FULL = os.environ.get("JAXGRID_VALIDATE") == "full"
 CASE_DIR = "jaxgrid/grid/cases/transmission"
 VM_TOL, VA_TOL = 1e-8, 1e-6  # pu, degrees
 PANDAPOWER_CASES = ["case5", "case9", "case14", "case30", "case39", "case57", "case118",
@@ -145,8 +143,7 @@ def _ours(name, scale, q_limits, method="newton", dispatch=1.0):
     )
 
 
-PP_SAMPLE = [("case9", 1.0, False), ("case30", 0.7, False), ("case118", 1.3, True),
-             ("case14", 1.3, True)]  # fmt: skip
+PP_SAMPLE = [("case9", 1.0, False), ("case118", 1.3, True)]
 PP_ALL = [(c, s, q) for c in PANDAPOWER_CASES for s in SCALES for q in (False, True)
           if not (c == "case5" and q)]  # fmt: skip
 
@@ -173,6 +170,7 @@ def test_matches_pandapower(name, scale, q_limits, dispatch=1.0):
             assert set(ours.tolist()) == set(held.bus.tolist())
 
 
+@full_only
 def test_q_limits_after_a_round_that_did_not_converge():
     """case39 at 1.3 times its load and dispatch: with generators 2-7 and 10 held at
     their limits no solve converges, and that round's reactive outputs would pin
@@ -181,7 +179,7 @@ def test_q_limits_after_a_round_that_did_not_converge():
     test_matches_pandapower("case39", 1.3, True, dispatch=1.3)
 
 
-@pytest.mark.parametrize("name", ALL_CASES if FULL else ["case14", "case300"])
+@pytest.mark.parametrize("name", ALL_CASES if FULL else ["case14"])
 @pytest.mark.parametrize("method", ["newton", "fast_decoupled"])
 def test_matches_lightsim2grid(name, method):
     for scale in SCALES if FULL else (1.0,):
@@ -211,6 +209,7 @@ def test_a_loading_without_solution_is_not_converged():
             )
 
 
+@full_only
 def test_vmap_over_loads_and_over_networks_equals_one_by_one():
     with x64():
         network = network_from_matpower("case30")

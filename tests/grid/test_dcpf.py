@@ -11,7 +11,7 @@ import pandapower.pypower.idx_brch as idx_brch
 import pandapower.pypower.idx_bus as idx_bus
 import pandapower.pypower.idx_gen as idx_gen
 import pytest
-from conftest import x64
+from conftest import sampled, x64
 from pandapower.pypower.dcpf import dcpf as pypower_dcpf
 from pandapower.pypower.makeBdc import makeBdc
 from pandapower.pypower.makeLODF import makeLODF
@@ -22,6 +22,9 @@ from topology import bridges
 
 from jaxgrid.grid import dcpf, lodf, network_from_matpower, ptdf, shift_flow_mw
 from jaxgrid.grid.network_matpower import TRANSMISSION_CASES
+
+# case1354pegase's comparisons take 34 of this file's ~110 worker-seconds: validation only
+LARGEST_SAMPLED_OUT = sampled(TRANSMISSION_CASES, keep=set(TRANSMISSION_CASES) - {"case1354pegase"})
 
 
 def _outages(network, rng, count=3):
@@ -48,7 +51,7 @@ def _pypower(name, network):
     return float(mpc["baseMVA"]), bus, branch, gen
 
 
-@pytest.mark.parametrize("name", TRANSMISSION_CASES)
+@pytest.mark.parametrize("name", LARGEST_SAMPLED_OUT)
 def test_dc_power_flow_is_pypowers(name):
     network = _outages(network_from_matpower(name), np.random.default_rng(1))
     base, bus, branch, gen = _pypower(name, network)
@@ -71,7 +74,7 @@ def test_dc_power_flow_is_pypowers(name):
         np.testing.assert_allclose(h @ inj + shift_flow_mw(network), result.p_branch_mw, atol=1e-7)
 
 
-@pytest.mark.parametrize("name", TRANSMISSION_CASES)
+@pytest.mark.parametrize("name", LARGEST_SAMPLED_OUT)
 def test_ptdf_and_lodf_are_pypowers(name):
     network = _outages(network_from_matpower(name), np.random.default_rng(2))
     base, bus, branch, _ = _pypower(name, network)

@@ -6,7 +6,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import ac_loadability, assert_tree_finite, x64
+from conftest import ac_loadability, assert_tree_finite, full_only, x64
 from test_powerflow import line_flows, reference, scenario
 
 from jaxgrid.grid import case33bw, case69, case141, distflow, from_branch_table, lindistflow
@@ -96,6 +96,7 @@ def two_bus(r=0.1, x=0.2):
     )
 
 
+@full_only
 def test_the_lower_unstable_solution_is_not_converged():
     """One line, r = 0.1, x = 0.2 pu, load 1 + 0.5j pu: the receiving-end squared voltage
     solves v^2 - (1 - 2 (rP + xQ)) v + |z|^2 |S|^2 = 0, i.e. v^2 - 0.6 v + 0.0625 = 0,

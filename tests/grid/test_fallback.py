@@ -4,6 +4,7 @@ iterate where it did not, the same whichever way the solves are batched."""
 import jax
 import jax.numpy as jnp
 import numpy as np
+from conftest import full_only
 
 from jaxgrid.grid import case33bw, distflow
 from jaxgrid.grid.distflow_newton import distflow_newton
@@ -42,6 +43,7 @@ def test_the_mix_has_every_kind_of_solve():
     assert not np.all(fallback.converged)  # and 5x load stays a collapse
 
 
+@full_only
 def test_batched_as_solve_by_solve():
     feeder = case33bw()
     p, q = loads(feeder)

@@ -13,7 +13,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import x64
+from conftest import full_only, x64
 
 pytest.importorskip("dss")
 
@@ -119,6 +119,7 @@ def test_collapse_is_reported_and_finite():
         assert np.all(np.isfinite(np.asarray(leaf)))
 
 
+@full_only
 def test_batched_solves_compile_once_and_equal_single_solves():
     feeder = load_feeder3("ieee13")
     zbus = build_port_zbus(feeder, gen_nodes=[feeder.node_names.index("675.1")])

@@ -9,7 +9,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import run_ac, x64
+from conftest import full_only, run_ac, x64
 
 from jaxgrid.grid import (
     case33bw,
@@ -172,6 +172,7 @@ def test_lindistflow_inherent_error(case_name, name):
     assert 0.75 * ac_loss < float(res.loss_mw) < ac_loss
 
 
+@full_only
 def test_solvers_vmap_over_loads_and_over_feeders():
     f = case33bw()
     scales = jnp.linspace(0.5, 1.5, 7)[:, None]

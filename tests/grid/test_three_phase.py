@@ -13,7 +13,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import float64_leaves, x64
+from conftest import float64_leaves, full_only, x64
 
 from jaxgrid.grid.three_phase import (
     BUNDLED,
@@ -63,6 +63,7 @@ def test_float32_default_is_close_to_float64():
     assert np.max(np.abs(np.asarray(result.vm_pu) - np.asarray(exact.vm_pu))) < 1e-5
 
 
+@full_only
 def test_vmap_over_load_scales_equals_single_solves_and_traces_once():
     with x64():
         feeder = load_feeder3("ieee13")
