@@ -66,6 +66,7 @@ def test_errors_grow_with_lead_time_as_specified():
     assert np.all(np.abs(relative.mean(axis=0)) < 4 * expected / np.sqrt(4000))
 
 
+@full_only
 def test_forecast_quality_is_a_params_leaf_and_the_contract_holds():
     env, _ = jaxgrid.make("dso33-v0")
     wrapped = Forecast(env, horizon_steps=2, error_std=0.2)

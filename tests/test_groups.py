@@ -5,6 +5,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from conftest import full_only
 
 import jaxgrid
 from jaxgrid.config import ConfigError, make_from_config
@@ -29,6 +30,7 @@ def voltage():
     return jaxgrid.make("voltage33-v0")
 
 
+@full_only
 def test_homes_see_act_and_earn_as_their_devices(ders):
     env, params = ders
     homes = GroupAgents(env, HOMES)
@@ -61,6 +63,7 @@ def test_homes_see_act_and_earn_as_their_devices(ders):
     )
 
 
+@full_only
 def test_uneven_groups_are_padded_and_pass_the_test_kit(voltage):
     env, params = voltage
     groups = GroupAgents(env, {"a": ["pv_0", "pv_3"], "b": ["pv_1"], "c": ["pv_2", "pv_4", "pv_5"]})

@@ -4,6 +4,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from conftest import full_only
 
 import jaxgrid
 from jaxgrid.devices import prosumer
@@ -15,6 +16,7 @@ from jaxgrid.testing import check_env
 KEY = jax.random.PRNGKey(0)
 
 
+@full_only
 def test_check_env_with_every_objective():
     env, params = make_smartgrid(
         households=4, offices=1, schools=1, objectives=OBJECTIVES, horizon=50

@@ -7,7 +7,7 @@ float64). Skipped when the package is not installed (it is in the ``test`` extra
 
 import numpy as np
 import pytest
-from conftest import x64
+from conftest import full_only, x64
 
 smartgrid_peer = pytest.importorskip("smartgrid_peer")
 
@@ -34,6 +34,7 @@ def test_basic_scenario_random_actions():
     smartgrid_peer.compare(ours, theirs, WITH_ARGUMENTS)
 
 
+@full_only
 @pytest.mark.parametrize("kind", ["zeros", "maximum", "adversarial"])
 def test_daily_mix_extreme_actions(kind):
     mix = {"Household": 3, "Office": 2, "School": 1}
@@ -43,12 +44,14 @@ def test_daily_mix_extreme_actions(kind):
         assert theirs["obs"][..., 2].min() == 0.0
 
 
+@full_only
 @pytest.mark.parametrize("mix", [{"Household": 5}, {"Office": 2, "School": 2}])
 def test_other_mixes_random_actions(mix):
     ours, theirs = parity(mix, "annually", WITH_ARGUMENTS, "random", 1000, seed=2)
     smartgrid_peer.compare(ours, theirs, WITH_ARGUMENTS)
 
 
+@full_only
 def test_adaptability_phases_over_6000_steps():
     """The adaptability rewards switch at 2000, 3000 and 6000 steps."""
     mix = {"Household": 2, "Office": 1, "School": 1}
@@ -57,6 +60,7 @@ def test_adaptability_phases_over_6000_steps():
     smartgrid_peer.compare(ours, theirs, objectives)
 
 
+@full_only
 def test_time_and_agent_constrained_rewards():
     from smartgrid.rewards import AgentConstrainedReward, TimeConstrainedReward
     from smartgrid.rewards.numeric.differentiated import Equity, OverConsumption

@@ -215,6 +215,7 @@ def check_schedule(env, params, s):
     np.testing.assert_allclose(served, s.net_load_mw + float(np.sum(env.network.gs_mw)), atol=1e-3)
 
 
+@full_only
 def test_oracle_beats_the_baselines_and_obeys_every_rule(tso14):
     env, params = tso14
     _, state = env.reset(jax.random.PRNGKey(3), params)

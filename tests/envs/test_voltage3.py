@@ -5,6 +5,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from conftest import full_only
 
 import jaxgrid
 from jaxgrid.envs.voltage3 import SCENARIOS, no_control, volt_var_droop3
@@ -125,6 +126,7 @@ def test_observation_holds_the_bus_phases_and_own_inverter(made):
     assert obs[k, names.index("p_pv_kw")] > 0  # noon
 
 
+@full_only
 def test_render_draws_the_observation_of_a_three_phase_feeder(made):
     env, params = made
     _, state = env.reset(KEY, params)
@@ -153,6 +155,7 @@ def episode(env, params, policy, day):
     return np.asarray(costs)
 
 
+@full_only
 def test_droop_beats_no_control_on_the_voltage_cost_on_a_sunny_day(made):
     env, params = made
     day = high_pv_day(params)
@@ -176,6 +179,7 @@ def test_failed_power_flow_ends_the_episode_with_finite_state(made):
     assert np.all(np.isfinite(obs)) and np.all(np.isfinite(reward))
 
 
+@full_only
 def test_vmapped_step_compiles_once(made):
     env, params = made
     n = 4
@@ -273,6 +277,7 @@ def test_steps_against_opendss_and_failures_are_collapses():
         assert compared >= 5 and collapsed >= 3
 
 
+@full_only
 def test_voltage123_regulators_settle_on_opendss_taps_beside_the_inverters():
     """With the profile row held (noon, PV at every inverter) and no reactive power, the
     environment's regulators, one control action a step from neutral taps, settle on the
@@ -317,6 +322,7 @@ def test_voltage123_regulators_settle_on_opendss_taps_beside_the_inverters():
     assert list(ours) == [opendss_taps[name] for name in feeder.regulator_names]
 
 
+@full_only
 def test_voltage123_regulator_agents_set_the_taps_the_step_solves_with():
     """A regulator agent's action moves its tap by round(4 a) steps (clipped to its
     range) before the step's power flow, and that power flow is OpenDSS's at those taps
@@ -373,6 +379,7 @@ def test_voltage123_regulator_agents_refuse_tap_control():
         jaxgrid.make("voltage123-reg-v0", max_tap_steps=0)
 
 
+@full_only
 def test_the_step_s_sweeps_converge_nearly_wherever_200_do():
     """The environment's ``N_ITER`` (15 Anderson-accelerated sweeps) converges on all but
     1 % of the hard situations that 200 sweeps converge on, to the same voltages: random
