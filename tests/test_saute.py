@@ -6,6 +6,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 import toy_envs
+from conftest import full_only
 
 import jaxgrid
 from jaxgrid.rollout import is_controller
@@ -86,6 +87,7 @@ def test_budgets_are_params_leaves_swept_by_vmap():
     assert unsafe_steps[0] > unsafe_steps[1] > unsafe_steps[2] == 0
 
 
+@full_only
 def test_the_contract_holds_and_baselines_read_their_own_entries():
     env, params = jaxgrid.make("arbitrage-v0")
     wrapped = Saute(env, {env.cost_names[0]: 1.0}, unsafe_reward=-100.0)
