@@ -37,8 +37,10 @@ SLOW_TO_MAKE = {
     "opf118-v0",
     "opf14-v0",
     "tso118-continuous-v0",
+    "tso118-v0",
     "tso14-continuous-v0",
     "tso300-continuous-v0",
+    "tso300-v0",
     "voltage123-reg-v0",
 }
 

@@ -3,8 +3,8 @@
 Python blocks of one page run in order in one namespace (a page is read top to bottom,
 so a tutorial's later blocks use its earlier names), from the repository root (blocks
 name files such as ``configs/voltage33-v0.toml``). No python block is exempt: the default
-suite runs every page but the five heaviest (``HEAVY``), the validation command those too. Bash blocks
-run where they are cheap: every command of the block is ``jaxgrid list`` or a
+suite runs every page but the heaviest (``HEAVY``), the validation command those too. Bash
+blocks run where they are cheap: every command of the block is ``jaxgrid list`` or a
 ``--help``; installs, training runs and the whole suite are left to CI and the Quickstart.
 """
 
@@ -49,12 +49,14 @@ CHEAP_BASH = [
 
 
 # pages whose blocks take 60-120 s on a cold 2-core machine (eager DC-OPFs, a custom
-# environment's check_env, training): their blocks run under JAXGRID_VALIDATE=full
+# environment's check_env, training runs): their blocks run under JAXGRID_VALIDATE=full
 HEAVY = (
     "docs/concepts.md",
     "docs/dispatch.md",
     "docs/environments/gencos.md",
     "docs/own-environment.md",
+    "docs/physics.md",
+    "docs/training.md",
 )
 
 

@@ -4,6 +4,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from conftest import full_only
 
 import jaxgrid
 from jaxgrid.cli import main
@@ -48,6 +49,7 @@ def test_render_shows_the_state():
     assert grid_env.render(grid_state, grid_params).shape[2] == 3  # the observation picture
 
 
+@full_only
 def test_episode_panels_and_cli(tmp_path):
     from PIL import Image
 
@@ -73,6 +75,7 @@ def test_episode_panels_and_cli(tmp_path):
     assert Image.open(gif).n_frames == 3
 
 
+@full_only
 def test_rollout_with_states_gives_the_states_behind_the_observations():
     env, params = jaxgrid.make("voltage33-v0")
     policy = env.baselines(params)["droop"]
@@ -145,6 +148,7 @@ def test_a_large_feeder_labels_its_ends_junctions_and_devices():
     assert labels == set(bus_ids[labelled_buses(parent, devices)].tolist())
 
 
+@full_only
 def test_render_draws_the_last_state_of_the_episode(tmp_path, monkeypatch):
     from jaxgrid.env import Environment
 

@@ -614,6 +614,7 @@ def test_dcmg_cooling_smoothing(float64):
     assert analytic == pytest.approx(_central(lambda x: reward(x, w), action, 1e-6), rel=1e-6)
 
 
+@full_only
 def test_dcmg_diesel_smoothing(float64):
     """The diesel running at its minimum load (0.3 MW; window [0.3, 0.8] MW with 0.5 MW of
     ramp a step), asked one width beyond the window: the exact step's reward does not move

@@ -228,6 +228,7 @@ def test_oracle_beats_the_baselines_and_obeys_every_rule(tso14):
     assert env.oracle_return(params, state) == pytest.approx(-best.total_cost / 1000)
 
 
+@full_only
 def test_jit_vmap_and_no_recompilation():
     env, params = jaxgrid.make("tso14-continuous-v0")
     keys = jax.random.split(KEY, 3)
