@@ -8,6 +8,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from conftest import full_only, sampled
 from flax import struct
 from toy_envs import Doors
 
@@ -144,7 +145,7 @@ def _returns(env, fns, runner) -> dict:
     }
 
 
-@pytest.mark.parametrize("algo", ["apg", "iapg"])
+@pytest.mark.parametrize("algo", sampled(["apg", "iapg"], keep=("apg",)))
 def test_learns_reach_from_the_gradient_of_its_return(algo):
     env = Reach()
     fns = MAKE[algo](_config(), env)
@@ -158,6 +159,7 @@ def test_learns_reach_from_the_gradient_of_its_return(algo):
     assert np.all(np.asarray(metrics["grad_norm"]) > 0)
 
 
+@full_only
 def test_without_the_gradient_of_the_reward_nothing_is_learned():
     """The windows are whole episodes that terminate (nothing to bootstrap): with the
     reward's gradient stopped the actor's gradient is 0 and it does not move at all."""
@@ -191,6 +193,7 @@ def test_a_failed_step_does_not_poison_the_gradient(monkeypatch):
     np.testing.assert_array_equal(np.asarray(unguarded["nonfinite_gradient"]), 1.0)
 
 
+@full_only
 def test_an_interrupted_run_resumes_to_the_uninterrupted_result(tmp_path, capsys):
     """jaxgrid train --algo apg: 6 updates of 2 seeds, a checkpoint every 2; stopped after
     4 and resumed, the logs and the evaluation equal the uninterrupted run's bit for bit
