@@ -100,7 +100,7 @@ def test_gaussian_policy_starts_from_the_configured_spread():
 
 
 @pytest.mark.parametrize("algo", ["ippo", "ppo"])
-@pytest.mark.parametrize("distribution", ["beta", "gaussian"])
+@pytest.mark.parametrize("distribution", sampled(["beta", "gaussian"], keep=("gaussian",)))
 def test_policy_starts_at_the_baselines_mean_action_per_agent_type(algo, distribution):
     import jaxgrid
 
@@ -264,7 +264,7 @@ def test_normalisation_statistics_count_every_observation_and_return_seen():
     assert float(runner.return_stats.count) == pytest.approx(seen, rel=1e-5)
 
 
-@pytest.mark.parametrize("algo", ["ppo", "ippo"])
+@pytest.mark.parametrize("algo", sampled(["ppo", "ippo"], keep=("ippo",)))
 def test_gradients_summed_over_microbatches_equal_the_whole_minibatch_gradient(algo):
     env = Tanks(num_agents=2)
     make = ppo.make_train if algo == "ppo" else ippo.make_train

@@ -11,6 +11,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from conftest import sampled
 from toy_envs import Doors, LoudTanks, Tanks
 
 from jaxgrid.cli import main
@@ -98,7 +99,7 @@ def test_the_buffer_keeps_the_newest_transitions_in_a_ring_and_samples_written_o
     np.testing.assert_allclose(level_change, 0.2 * np.asarray(rows.action[:, 0, 0]), atol=0.05)
 
 
-@pytest.mark.parametrize("algo", ["sac", "isac"])
+@pytest.mark.parametrize("algo", sampled(["sac", "isac"], keep=("isac",)))
 def test_shapes_and_finite_losses(algo):
     env = Tanks(num_agents=3)
     fns = MAKE[algo](_small(), env)
@@ -142,7 +143,7 @@ TANK_SETTINGS = dict(
 )
 
 
-@pytest.mark.parametrize("algo", ["sac", "isac"])
+@pytest.mark.parametrize("algo", sampled(["sac", "isac"], keep=("sac",)))
 def test_learns_the_tank_task_far_beyond_random(algo):
     env = Tanks(num_agents=2, horizon=8)
     params = env.default_params()
