@@ -10,16 +10,14 @@ default suite checks only that the baselines are listed and the controllers buil
 ``JAXGRID_VALIDATE=full`` runs the comparisons.
 """
 
-import os
-
 import jax
 import pytest
+from conftest import full_only
 
 import jaxgrid
 from jaxgrid.rollout import is_controller
 from jaxgrid.train.evaluate import evaluate, oracle
 
-FULL = os.environ.get("JAXGRID_VALIDATE") == "full"
 EPISODES = 4
 
 MPC_ENVS = (
@@ -47,7 +45,7 @@ def _results(name):
     return {n: evaluate(p, env, params, key, EPISODES) for n, p in env.baselines(params).items()}
 
 
-@pytest.mark.skipif(not FULL, reason="minutes of planning: JAXGRID_VALIDATE=full")
+@full_only
 @pytest.mark.parametrize("name", ["ders33-v0", "evfleet33-v0", "voltage13-v0"])
 def test_mpc_earns_more_than_every_other_baseline(name):
     results = _results(name)
@@ -55,7 +53,7 @@ def test_mpc_earns_more_than_every_other_baseline(name):
     assert results["mpc"]["return"] > max(others.values()), (results["mpc"]["return"], others)
 
 
-@pytest.mark.skipif(not FULL, reason="minutes of planning: JAXGRID_VALIDATE=full")
+@full_only
 def test_dso_mpc_cuts_losses_and_band_violations():
     results = _results("dso33-v0")
     mpc, none = results["mpc"], results["no_control"]
@@ -63,7 +61,7 @@ def test_dso_mpc_cuts_losses_and_band_violations():
     assert mpc["violation_rate"] < 0.8 * none["violation_rate"]
 
 
-@pytest.mark.skipif(not FULL, reason="minutes of planning: JAXGRID_VALIDATE=full")
+@full_only
 def test_dcmg_mpc_reaches_95_percent_of_the_milp_oracle():
     env, params = jaxgrid.make("dcmg-v0")
     key = jax.random.PRNGKey(0)
@@ -72,7 +70,7 @@ def test_dcmg_mpc_reaches_95_percent_of_the_milp_oracle():
     assert 0.95 * best <= earned <= best + 1e-3 * abs(best), (earned, best)
 
 
-@pytest.mark.skipif(not FULL, reason="minutes of planning: JAXGRID_VALIDATE=full")
+@full_only
 def test_opf_mpc_nears_the_acopf_within_the_limits():
     results = _results("opf14-v0")
     mpc, acopf, blind = results["mpc"], results["acopf"], results["economic_dispatch"]

@@ -10,7 +10,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import FULL, full_only
+from conftest import full_only
 
 import jaxgrid
 from jaxgrid.envs.opf import day_oracle
@@ -224,7 +224,7 @@ def test_observation_names_and_units(opf14):
     assert 0.4 <= row["load_factor"] <= 1.0
 
 
-@pytest.mark.skipif(not FULL, reason="case118's AC-OPF day takes minutes: JAXGRID_VALIDATE=full")
+@full_only
 def test_opf118_oracle_setpoints_cost_nothing():
     env, params = jaxgrid.make("opf118-v0")
     step = jax.jit(env.step_env)

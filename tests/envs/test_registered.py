@@ -20,8 +20,8 @@ from jaxgrid.testing import check_env
 # environments whose step solves an optimisation (a DC-OPF every step: about 100
 # env-steps/s here on case118, gencos5-v0's market 37 s at the defaults) run two episodes
 # in four environments instead (the case300 ones' check_env ran over 25 minutes here at
-# the defaults); so too opf118-v0 (an AC power flow of 118 buses a step, about 20 s at the smaller sizes; opf14-v0 is the same
-# code); evfleet33-v0 (64 agents over a DistFlow feeder: about 2 minutes at the defaults
+# the defaults); so too opf118-v0 (an AC power flow of 118 buses a step, about 20 s at the
+# smaller sizes; opf14-v0 is the same code); evfleet33-v0 (64 agents over a DistFlow feeder: about 2 minutes at the defaults
 # here, mostly compiling, where two episodes in four environments see the same); and
 # voltage13-v0 and voltage123-v0 (an unbalanced power flow of 41 or 278 nodes, 40
 # fixed-point iterations a step: voltage13's defaults took about 8 minutes here)

@@ -16,13 +16,11 @@
   ``jit`` is close to float64.
 """
 
-import os
-
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import x64
+from conftest import FULL, x64
 
 from jaxgrid.grid.three_phase import (
     constant_power_loads,
@@ -32,7 +30,6 @@ from jaxgrid.grid.three_phase import (
     unbalanced_power_flow,
 )
 
-FULL = os.environ.get("JAXGRID_VALIDATE") == "full"
 ALPHA = np.exp(-2j * np.pi / 3)
 
 # phase impedance matrix of the hand case, ohm (IEEE 13's configuration 601, one mile)

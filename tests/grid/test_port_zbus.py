@@ -6,14 +6,12 @@ the default float32, at the taps it was built at and at others.
     JAXGRID_VALIDATE=full python -m pytest tests/grid/test_port_zbus.py -p no:xdist
 """
 
-import os
-
 import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import full_only, x64
+from conftest import FULL, full_only, x64
 
 pytest.importorskip("dss")
 
@@ -22,7 +20,6 @@ from opendss_reference import PAIRS, PV, PV_KVAR, PV_LL, opendss_solution  # noq
 from jaxgrid.grid.three_phase import BUNDLED, load_feeder3  # noqa: E402
 from jaxgrid.grid.three_phase.port_zbus import build_port_zbus, port_power_flow  # noqa: E402
 
-FULL = os.environ.get("JAXGRID_VALIDATE") == "full"
 VM_TOL, VA_TOL, LOSS_RTOL = 1e-6, 1e-4, 1e-4  # pu, degrees, relative (issue 20)
 
 

@@ -17,13 +17,11 @@ three-phase, in series)::
     JAXGRID_VALIDATE=full python -m pytest tests/grid/test_regulator.py -p no:xdist
 """
 
-import os
-
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import x64
+from conftest import FULL, x64
 
 from jaxgrid.devices.regulator import (
     RegControlSettings,
@@ -34,7 +32,6 @@ from jaxgrid.devices.regulator import (
 )
 from jaxgrid.grid.three_phase import BUNDLED, load_feeder3, save_feeder3, unbalanced_power_flow
 
-FULL = os.environ.get("JAXGRID_VALIDATE") == "full"
 SCALES = (0.7, 1.0, 1.3)
 VM_TOL = 1e-6  # pu
 SOLVE = jax.jit(solve_with_regulators, static_argnames=("n_rounds",))

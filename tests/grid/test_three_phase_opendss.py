@@ -22,7 +22,7 @@ import os
 import jax
 import numpy as np
 import pytest
-from conftest import x64
+from conftest import FULL, x64
 
 dss = pytest.importorskip("dss")
 
@@ -39,7 +39,6 @@ from jaxgrid.grid.three_phase import (  # noqa: E402
 )
 from jaxgrid.grid.three_phase.opendss import dss_engine  # noqa: E402
 
-FULL = os.environ.get("JAXGRID_VALIDATE") == "full"
 VM_TOL, VA_TOL, LOSS_RTOL = 1e-6, 1e-4, 1e-4  # pu, degrees, relative (issue 20)
 SCALES = (0.7, 1.0, 1.3)
 
