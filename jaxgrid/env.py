@@ -47,6 +47,9 @@ obs, state, reward, terminated, truncated, info = env.step(key, state, action, p
   ``step_env(key_step, ...)`` and ``reset_env(key_reset, params)`` and selects the reset
   when the episode ended. ``info["final_observation"]`` is the observation before the
   reset, so a time-limit truncation can bootstrap from it.
+- ``reset``, ``step_env`` and ``step`` are jitted once per environment object, so an
+  eager call runs one compiled program (inside a caller's ``jit``/``vmap``/``grad`` they
+  are traced into the caller's program).
 - ``reset``, ``step_env`` and ``step`` trace every matrix product at the dtype's full
   precision (:func:`~jaxgrid.numerics.full_precision`): on GPUs float32 products would
   otherwise run in TF32, too coarse for the power-flow sweeps.
@@ -249,7 +252,7 @@ class Environment(abc.ABC, Generic[TState, TParams]):
         """Start an episode: ``(obs, state)``."""
         if params is None:
             params = self.default_params()
-        return self.reset_env(key, params)
+        return self._compiled("reset_env")(key, params)
 
     @full_precision
     def step_env(
@@ -258,6 +261,9 @@ class Environment(abc.ABC, Generic[TState, TParams]):
         """One step without auto-reset: ``(obs, state, reward, terminated, truncated, info)``."""
         if params is None:
             params = self.default_params()
+        return self._compiled("_step_env")(key, state, action, params)
+
+    def _step_env(self, key, state, action, params):
         action, clipped, nonfinite = self._sanitise(action, params)
         tr = self.transition(key, state, action, params)
         mask = tr.objective_mask
@@ -311,18 +317,41 @@ class Environment(abc.ABC, Generic[TState, TParams]):
         """
         if params is None:
             params = self.default_params()
+        return self._compiled("_step")(key, state, action, params)
+
+    def _step(self, key, state, action, params):
         key_step, key_reset = jax.random.split(key)
         obs_step, state_step, reward, terminated, truncated, info = self.step_env(
             key_step, state, action, params
         )
-        obs_reset, state_reset = jax.eval_shape(self.reset_env, key_reset, params)
+        reset_env = self._compiled("reset_env")
+        obs_reset, state_reset = jax.eval_shape(reset_env, key_reset, params)
         _check_same_layout(self.name, "state", state_reset, state_step)
         _check_same_layout(self.name, "observation", obs_reset, obs_step)
         obs, state = masked_apply(
-            self.reset_env, terminated | truncated, (obs_step, state_step), key_reset, params
+            reset_env, terminated | truncated, (obs_step, state_step), key_reset, params
         )
         info["final_observation"] = obs_step
         return obs, state, reward, terminated, truncated, info
+
+    def _compiled(self, method: str):
+        """``jax.jit`` of this environment's method named ``method``, made once per object.
+
+        ``reset``, ``step_env`` and ``step`` call through it, as gymnax's jit theirs:
+        called eagerly (a notebook, a test) a step is then one compiled program instead
+        of hundreds of operations dispatched one by one, each compiled on first use
+        (``voltage13-v0``'s first eager reset took 23 s, jitted 4.8 s; a later eager step
+        1.9 s, jitted 1 ms). Inside a caller's ``jit``/``vmap``/``grad`` it is traced
+        into the caller's program as before, and a method traced twice at the same shapes
+        (the auto-reset's ``reset_env`` inside ``step``) is traced once.
+        """
+        cache = vars(self).setdefault("_jit_cache", {})
+        bound, jitted = cache.get(method, (None, None))
+        if bound is None or bound.__self__ is not self:  # a copy of an environment
+            bound = getattr(self, method)
+            jitted = jax.jit(bound)
+            cache[method] = (bound, jitted)
+        return jitted
 
     def step_batch(
         self, keys: PRNGKey, states: TState, actions: PyTree, params: TParams | None = None

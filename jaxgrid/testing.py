@@ -181,10 +181,18 @@ def _same_program(fn, args) -> bool:
     A pure environment traces to the same jaxpr every time; one that draws from NumPy
     or Python randomness while tracing bakes different constants into each trace.
     """
-    a, b = jax.make_jaxpr(fn)(*args), jax.make_jaxpr(fn)(*args)
+    a, b = _fresh_trace(fn, args), _fresh_trace(fn, args)
     if str(a.jaxpr) != str(b.jaxpr) or len(a.consts) != len(b.consts):
         return False
     return all(_tree_equal(x, y) for x, y in zip(a.consts, b.consts))
+
+
+def _fresh_trace(fn, args):
+    """``jax.make_jaxpr(fn)(*args)`` with JAX's caches cleared first: an environment's
+    ``reset`` and ``step`` are jitted (:meth:`~jaxgrid.env.Environment._compiled`), and
+    a cached trace would repeat the first trace's constants."""
+    jax.clear_caches()
+    return jax.make_jaxpr(fn)(*args)
 
 
 def _fail(env: Environment, message: str):

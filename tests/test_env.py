@@ -1,5 +1,6 @@
 """The environment contract: auto-reset, sanitising, scalarisation, and check_env itself."""
 
+import collections
 import functools
 
 import jax
@@ -209,6 +210,43 @@ def select_step(env, key, state, action, params):
         lambda r, s: jnp.where(done, r, s), (obs_reset, state_reset), (obs, state)
     )
     return obs, state, reward, terminated, truncated, info
+
+
+class CountedModel(toy_envs.Tanks):
+    """Tanks that count how often their model's Python runs (traced or eager)."""
+
+    def __init__(self, calls: collections.Counter, **kwargs):
+        super().__init__(**kwargs)
+        self.calls = calls
+
+    def reset_env(self, key, params):
+        self.calls["reset_env"] += 1
+        return super().reset_env(key, params)
+
+    def transition(self, key, state, action, params):
+        self.calls["transition"] += 1
+        return super().transition(key, state, action, params)
+
+
+def test_eager_calls_run_one_compiled_program_each():
+    """Called outside ``jit`` (a notebook, a test), ``reset``, ``step_env`` and ``step``
+    run their model's Python once, at the first call, as gymnax's jitted methods do;
+    every later call runs the compiled program. Before, each eager call dispatched the
+    model operation by operation (``voltage13-v0``: 23 s for its first reset)."""
+    calls = collections.Counter()
+    env = CountedModel(calls, num_agents=2, horizon=3)
+    params = env.default_params()
+    action = jnp.full((2, 1), 0.1)
+    _, state = env.reset(KEY, params)
+    env.step_env(KEY, state, action, params)
+    env.step(KEY, state, action, params)
+    first = dict(calls)
+    assert first["reset_env"] >= 1 and first["transition"] >= 1
+    for t in range(4):  # an episode ends at the third step: its reset is computed too
+        _, state, *_ = env.step(jax.random.fold_in(KEY, t), state, action, params)
+        env.step_env(KEY, state, action, params)
+        env.reset(jax.random.fold_in(KEY, t), params)
+    assert dict(calls) == first
 
 
 @pytest.mark.parametrize("ends", ["together", "never"])
