@@ -17,7 +17,8 @@ bound, inside or outside, the surrogate differs from the exact clip by
 ``w log(1 + exp(-d / w))``: ``w log 2 = 0.69 w`` at the bound, below ``w exp(-d / w)``
 elsewhere (``4.5e-5 w`` at ``d = 10 w``). The surrogate increases with ``x`` and stays
 inside ``(low, high)`` (in exact arithmetic strictly; far beyond a bound it rounds to the
-bound), so it never enacts more than the exact limits allow.
+bound, and a result that rounding puts an ulp outside is set to the bound), so it never
+enacts more than the exact limits allow.
 
 :func:`soft_round` is the same idea for a discrete event, a rounding to whole steps (a
 regulator's tap): a staircase whose treads are tilted over ``width`` steps, exact at
@@ -40,6 +41,19 @@ def _safe(width: Array) -> tuple[Array, Array]:
     return smooth, jnp.where(smooth, width, 1.0)
 
 
+def _at_most(value: Array, bound: Array) -> Array:
+    """``value``, or ``bound`` where rounding put it above: the surrogates' bounds hold in
+    floating point too. Measured: compiled without LLVM's optimisations, the diesel's
+    window surrogate rounded to 0.7500000000000001 MW against a bound of 0.75. The
+    gradient there is the bound's (0), as the surrogate's own is far beyond a bound."""
+    return jnp.where(value > bound, bound, value)
+
+
+def _at_least(value: Array, bound: Array) -> Array:
+    """``value``, or ``bound`` where rounding put it below (:func:`_at_most`)."""
+    return jnp.where(value < bound, bound, value)
+
+
 def soft_clip(x: Array, low: Array, high: Array, width: Array) -> Array:
     """``jnp.clip(x, low, high)`` with its corners rounded over ``width`` (units of ``x``).
 
@@ -49,6 +63,7 @@ def soft_clip(x: Array, low: Array, high: Array, width: Array) -> Array:
     """
     smooth, w = _safe(jnp.asarray(width))
     rounded = x - w * jax.nn.softplus((x - high) / w) + w * jax.nn.softplus((low - x) / w)
+    rounded = _at_most(_at_least(rounded, low), high)
     return jnp.where(smooth, rounded, jnp.clip(x, low, high))
 
 
@@ -56,7 +71,7 @@ def soft_min(x: Array, limit: Array, width: Array) -> Array:
     """``jnp.minimum(x, limit)`` rounded over ``width``: ``limit - w softplus((limit - x) / w)``
     (at most ``limit`` and at most ``x``; ``w log 2`` below both where they are equal)."""
     smooth, w = _safe(jnp.asarray(width))
-    rounded = x - w * jax.nn.softplus((x - limit) / w)
+    rounded = _at_most(_at_most(x - w * jax.nn.softplus((x - limit) / w), limit), x)
     return jnp.where(smooth, rounded, jnp.minimum(x, limit))
 
 
@@ -97,4 +112,9 @@ def soft_round(x: Array, width: Array) -> Array:
     floor = jnp.floor(x)
     r = x - floor - 0.5
     rounded = floor + 0.5 + jnp.tanh(r / w) / (2.0 * jnp.tanh(0.5 / w))
+    # at an integer the two tanh agree only to rounding (compiled without LLVM's
+    # optimisations, soft_round(-1) gave -0.9999999999999999): the value there is x itself,
+    # the derivative the staircase's
+    at_integer = jax.lax.stop_gradient(x) + (rounded - jax.lax.stop_gradient(rounded))
+    rounded = jnp.where(r == -0.5, at_integer, rounded)
     return jnp.where(smooth, rounded, jnp.round(x))
