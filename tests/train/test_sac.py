@@ -11,7 +11,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import sampled
+from conftest import full_only, sampled
 from toy_envs import Doors, LoudTanks, Tanks
 
 from jaxgrid.cli import main
@@ -165,6 +165,7 @@ def test_learns_the_tank_task_far_beyond_random(algo):
     assert float(metrics["alpha"][-1]) < 0.5  # the temperature fell from 1 with the entropy
 
 
+@full_only  # the default suite keeps PPO's (test_lagrangian.py): the same multiplier
 def test_a_binding_cost_budget_lowers_the_cost_learned():
     """Tanks whose target (1.0) lies above the overflow limit (0.8), as in the PPO-Lagrangian
     test: without a budget ISAC overflows, with a budget of 0 much less."""
@@ -227,6 +228,7 @@ def test_the_sac_update_step_compiles_once():
     assert int(runner.update) == 3
 
 
+@full_only  # the default suite keeps PPO's (test_ppo.py)
 def test_trains_in_float64():
     from conftest import x64
 
