@@ -21,6 +21,10 @@ _CACHE = Path(tempfile.gettempdir()) / f"jaxgrid-test-jax-cache-{getpass.getuser
 os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", str(_CACHE))
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0.3")
 jax.config.update("jax_compilation_cache_dir", os.environ["JAX_COMPILATION_CACHE_DIR"])
+jax.config.update(
+    "jax_persistent_cache_min_compile_time_secs",
+    float(os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"]),
+)
 
 # The suite compiles far more than it runs (a cold run: most of its time in XLA's
 # compiler), so its programs are compiled without LLVM's optimisation passes, which cut
@@ -29,10 +33,6 @@ jax.config.update("jax_compilation_cache_dir", os.environ["JAX_COMPILATION_CACHE
 _OPT_FLAG = "--xla_backend_optimization_level"
 if _OPT_FLAG not in os.environ.get("XLA_FLAGS", ""):
     os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {_OPT_FLAG}=0".strip()
-jax.config.update(
-    "jax_persistent_cache_min_compile_time_secs",
-    float(os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"]),
-)
 
 
 # The default suite (the README's test command, CI) keeps every fast test and a sample of

@@ -26,6 +26,8 @@ def test_check_env_passes_on_a_correct_env():
         (toy_envs.DtypeDrift, r"leaf \.time is float32\[\] after a step but int32\[\] after reset"),
         # baked-in constants differ between traces (and between the two resets of one trace)
         (toy_envs.TraceTimeRandomness, "two traces|step differs from step_env"),
+        # the jitted step's cached trace must not hide it (check_env traces afresh)
+        (toy_envs.TraceTimeRandomTransition, "two traces of the same rollout differ"),
         (toy_envs.GoesNaN, "NaN or inf"),
         (toy_envs.ObsOutOfSpace, "outside the observation space"),
         (toy_envs.LateTruncation, "truncation not exactly at the horizon"),

@@ -108,6 +108,17 @@ class TraceTimeRandomness(Tanks):
         return self.observe(state, params), state
 
 
+class TraceTimeRandomTransition(Tanks):
+    """Bug: the inflow comes from NumPy's global generator, baked in at trace time, in the
+    transition only: within one trace every call of the (jitted) step shares it, so only
+    a second trace shows it."""
+
+    def transition(self, key, state, action, params):
+        tr = super().transition(key, state, action, params)
+        inflow = np.float32(np.random.uniform(0, 0.01))  # noqa: NPY002
+        return tr._replace(state=tr.state.replace(level=tr.state.level + inflow))
+
+
 class GoesNaN(Tanks):
     """Bug: an unguarded log of the action makes the state NaN for negative actions."""
 
