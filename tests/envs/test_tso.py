@@ -14,9 +14,11 @@ from conftest import full_only
 import jaxgrid
 from jaxgrid.envs.tso import commit, day_oracle
 from jaxgrid.envs.tso.fleet import UnitParams
+from jaxgrid.envs.tso.oracle import unit_commitment_milp
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "dispatch"))
-from highs_dcopf import solve as highs_dcopf  # noqa: E402  (the dispatch tests' own DC-OPF)
+from highs_dcopf import pypower_ptdf  # noqa: E402  (the dispatch tests' own reference)
+from highs_dcopf import solve as highs_dcopf  # noqa: E402
 
 KEY = jax.random.PRNGKey(0)
 
@@ -226,6 +228,55 @@ def test_oracle_beats_the_baselines_and_obeys_every_rule(tso14):
         cost, _ = run_day(env, params, state, baselines[name])
         assert best.total_cost <= cost * (1 + 1e-4), name
     assert env.oracle_return(params, state) == pytest.approx(-best.total_cost / 1000)
+
+
+def test_oracle_spills_a_negative_load_it_cannot_export(tso14):
+    """A negative load (an injection, as case300's neighbouring systems) behind two lines
+    rated 10 MW: at most 20 MW of its 90 MW leave the bus, so the oracle spills at least
+    70 MW there, sheds nothing there, balances every bus's load and keeps every line
+    within its rating (flows recomputed with PYPOWER's PTDF from the schedule)."""
+    env, params = tso14
+    net = env.network
+    assert not np.any(np.asarray(net.shift_deg)) and not np.any(np.asarray(net.gs_mw))
+    share = np.asarray(params.load_share, float).copy()
+    bus = 13  # no generator; branches 8-13 and 12-13
+    share[bus] = 0.0
+    share *= 1.3 / share.sum()
+    share[bus] = -0.3
+    rate = np.asarray(params.rate_mva, float).copy()
+    at_bus = np.flatnonzero(
+        (np.asarray(net.branch_from) == bus) | (np.asarray(net.branch_to) == bus)
+    )
+    rate[at_bus] = 10.0
+    demand = np.full(4, 300.0)
+    units = jax.tree_util.tree_map(np.asarray, params.units)
+    p0 = np.clip(demand[0] / units.pmax_mw.sum() * units.pmax_mw, units.pmin_mw, units.pmax_mw)
+    d = params.dispatch
+    s = unit_commitment_milp(
+        net,
+        units,
+        demand,
+        share,
+        rate,
+        tuple(range(net.n_branch)),
+        p0,
+        reserve_margin=0.0,
+        voll=float(d.voll),
+        spill_price=float(d.spill_price),
+        reserve_shortfall_price=float(d.reserve_shortfall_price),
+        dt_h=float(params.dt_h),
+    )
+    check_schedule(env, params, s)
+    injection = 0.3 * demand
+    assert len(at_bus) == 2
+    assert np.all(s.spill_mw[:, bus] >= injection - 20.0 - 1e-3)
+    assert np.all(s.spill_mw[:, bus] <= injection + 1e-3)
+    assert np.all(s.shed_mw[:, bus] == 0.0)
+    load = demand[:, None] * share[None]
+    gen = np.zeros_like(load)
+    np.add.at(gen.T, np.asarray(net.gen_bus), s.pg_mw.T)
+    flows = (gen - load + s.shed_mw - s.spill_mw) @ pypower_ptdf(vars(net)).T
+    assert np.all(np.abs(flows) <= rate + 1e-3)
 
 
 @full_only
