@@ -1,6 +1,8 @@
 """tso118-v0 and its variants: the contract, the commitment rules by hand, the dispatch
 against HiGHS, and the MILP oracle against the baselines and an independent check."""
 
+import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -9,12 +11,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import full_only
+from conftest import full_only, sampled
 
 import jaxgrid
 from jaxgrid.envs.tso import commit, day_oracle
 from jaxgrid.envs.tso.fleet import UnitParams
 from jaxgrid.envs.tso.oracle import unit_commitment_milp
+from jaxgrid.envs.tso.ratings import SCREENED
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "dispatch"))
 from highs_dcopf import pypower_ptdf  # noqa: E402  (the dispatch tests' own reference)
@@ -315,6 +318,29 @@ def test_tso118_builds_and_steps():
     action = env.baselines(params)["merit_order"](KEY, obs)
     obs, state, reward, *_, info = jax.jit(env.step)(KEY, state, action, params)
     assert obs.shape == (1, 3 * 54 + 6 + env.forecast) and np.isfinite(float(reward[0]))
+
+
+SCREEN_IN_FLOAT64 = """
+import json, sys
+import jax
+jax.config.update("jax_enable_x64", True)
+from jaxgrid.envs.tso.ratings import angle_ratings, screen_branches
+from jaxgrid.grid import network_from_matpower
+network = network_from_matpower(sys.argv[1])
+print(json.dumps(screen_branches(network, angle_ratings(network))))
+"""
+
+
+@pytest.mark.parametrize("case", sampled(("case14", "case118", "case300"), keep=("case14",)))
+def test_stored_screenings_are_those_screen_branches_finds_in_float64(case):
+    """``make`` monitors the stored screening of a bundled case; screening it again (in a
+    process of its own, float64) finds the same branches."""
+    out = subprocess.run(
+        [sys.executable, "-c", SCREEN_IN_FLOAT64, case], capture_output=True, text=True, check=True
+    )
+    assert tuple(json.loads(out.stdout.splitlines()[-1])) == SCREENED[case]
+    env, _ = jaxgrid.make({"case14": "tso14-v0", "case118": "tso118-v0"}.get(case, "tso300-v0"))
+    assert env.monitored == SCREENED[case]
 
 
 def tso300_dispatch():

@@ -18,7 +18,7 @@ from jaxgrid.envs.tso.env import TSO, TSOParams, TSOState
 from jaxgrid.envs.tso.fleet import UnitParams, fleet_by_class
 from jaxgrid.envs.tso.net_load import NetLoad, net_load
 from jaxgrid.envs.tso.oracle import DaySchedule, day_oracle, unit_commitment_milp
-from jaxgrid.envs.tso.ratings import angle_ratings, screen_branches
+from jaxgrid.envs.tso.ratings import SCREENED, angle_ratings, screen_branches
 from jaxgrid.grid import network_from_matpower
 from jaxgrid.registry import register, register_variant
 from jaxgrid.rewards.scalarise import Scalarisation
@@ -27,6 +27,10 @@ from jaxgrid.types import at_default_precision
 
 @functools.cache
 def _screened(case: str, x64: bool) -> tuple[int, ...]:
+    """The monitored branches of ``case``: stored for the bundled cases, else screened
+    (:func:`~jaxgrid.envs.tso.ratings.screen_branches`) at the current precision."""
+    if case in SCREENED:
+        return SCREENED[case]
     network = network_from_matpower(case)
     return screen_branches(network, angle_ratings(network))
 
