@@ -206,6 +206,9 @@ def default_tolerance(network: Network, dtype, factor: float = 8.0):
     return jnp.maximum(1e-5, factor * jnp.finfo(jnp.float32).eps * y_bus)
 
 
+@functools.partial(
+    jax.jit, static_argnames=("method", "iterations", "enforce_q_limits", "q_rounds")
+)
 @full_precision
 def acpf(
     network: Network,

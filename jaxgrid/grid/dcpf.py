@@ -16,6 +16,7 @@ then not to be used).
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
 from flax import struct
 
@@ -100,6 +101,7 @@ def reduced_inverse(network: Network, b_bus: Array) -> Array:
     return jnp.where(mask, inverse, 0.0)
 
 
+@jax.jit  # one program when called eagerly (docs: Physics, Solvers)
 @full_precision
 def dcpf(network: Network, pg_mw: Array | None = None, pd_mw: Array | None = None):
     """DC power flow for generator outputs ``pg_mw`` ``(n_gen,)`` (default the network's

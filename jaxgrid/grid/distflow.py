@@ -19,6 +19,8 @@ reported with ``converged=False`` and finite numbers, never silently.
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 
@@ -41,6 +43,7 @@ def default_tolerance(dtype) -> float:
     return 1e-8 if jnp.dtype(dtype) == jnp.float64 else 2e-6
 
 
+@functools.partial(jax.jit, static_argnames=("iterations",))
 @full_precision
 def distflow(
     feeder: Feeder, p_mw, q_mvar, iterations: int = 10, tol: float | None = None

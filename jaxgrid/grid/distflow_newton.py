@@ -43,6 +43,8 @@ equations above (:mod:`jaxgrid.grid.implicit`), not of the unrolled iterations.
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 
@@ -65,6 +67,7 @@ def default_tolerance(dtype) -> float:
     return 1e-9 if jnp.dtype(dtype) == jnp.float64 else 1e-5
 
 
+@functools.partial(jax.jit, static_argnames=("iterations",))
 @full_precision
 def distflow_newton(
     feeder: Feeder,

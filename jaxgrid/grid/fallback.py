@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import functools
 
+import jax
+
 from jaxgrid.grid.distflow import distflow
 from jaxgrid.grid.distflow_newton import distflow_newton
 from jaxgrid.grid.feeder import Feeder
@@ -34,6 +36,7 @@ from jaxgrid.numerics import full_precision
 CAPACITY = 64  # solves of a batch Newton takes per round (fewer when the batch is smaller)
 
 
+@functools.partial(jax.jit, static_argnames=("sweeps", "newton_iterations"))
 @full_precision
 def distflow_with_fallback(
     feeder: Feeder, p_mw, q_mvar, sweeps: int = 10, newton_iterations: int = 3

@@ -29,6 +29,7 @@ a proof: LinDistFlow can read above it where the AC power flow has already colla
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
 
 from jaxgrid.grid.feeder import Feeder
@@ -40,6 +41,7 @@ V_FLOOR = 1e-2  # squared-voltage floor (0.1 pu) of the nonlinear solvers: below
 V_COLLAPSE = 0.4  # squared voltage (pu^2) below which LinDistFlow reports voltage collapse
 
 
+@jax.jit  # one program when called eagerly (docs: Physics, Solvers)
 @full_precision
 def lindistflow(feeder: Feeder, p_mw, q_mvar) -> PowerFlowResult:
     """Solve LinDistFlow for bus loads ``p_mw``, ``q_mvar`` ``(n_bus,)`` (positive = consumption)."""

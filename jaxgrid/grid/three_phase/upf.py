@@ -53,6 +53,8 @@ tables in docs/physics.md); ``converged`` cannot see these errors.
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -209,6 +211,7 @@ def source_emf(feeder: Feeder3) -> Array:
     return magnitude * jnp.exp(1j * angle)
 
 
+@functools.partial(jax.jit, static_argnames=("n_iter", "join_switches"))
 @full_precision
 def unbalanced_power_flow(
     feeder: Feeder3,
