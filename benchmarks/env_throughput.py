@@ -8,7 +8,9 @@ auto-reset computes resets only where an episode ended: :mod:`jaxgrid.masked`), 
 step keys are drawn before each timed run, and every observation and reward is consumed
 (summed) so that XLA computes all of them. Feeder environments run with ``lindistflow``
 and with ``distflow``. Median of repeated runs after compilation; compile time apart.
-On a CPU the batch is split over one XLA host device per core.
+On a CPU the batch is split over one XLA host device per core. Environments whose step
+factorises with LAPACK on a CPU (the ``tso*`` DC-OPF's Cholesky) can deadlock split over
+devices: run them with ``PJRT_NPROC`` = devices + 1 (:mod:`jaxgrid._xla_flags`).
 """
 
 from __future__ import annotations
