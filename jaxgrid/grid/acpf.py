@@ -162,6 +162,7 @@ class FastDecoupledMatrices:
     bpp_inv: Array
 
 
+@functools.partial(jax.jit, static_argnames=("dtype",))
 @full_precision
 def fast_decoupled_matrices(network: Network, dtype=None) -> FastDecoupledMatrices:
     """The inverses of ``B'`` and ``B''`` of ``network`` (MATPOWER's ``makeB``, XB), for
@@ -171,12 +172,7 @@ def fast_decoupled_matrices(network: Network, dtype=None) -> FastDecoupledMatric
     those change. ``dtype`` (default float64 with ``jax_enable_x64``, else float32) is
     the precision they are inverted in; they are stored in float32. Jitted: one program
     instead of op by op (case118's 2.5 s against 6 s, most of ``opf118-v0``'s ``make``)."""
-    return _fast_decoupled_matrices(network, jnp.dtype(float_dtype() if dtype is None else dtype))
-
-
-@functools.partial(jax.jit, static_argnames="dtype")
-def _fast_decoupled_matrices(network: Network, dtype) -> FastDecoupledMatrices:
-    case = _case(network, dtype)
+    case = _case(network, float_dtype() if dtype is None else dtype)
     b_p, b_pp = _fdlf_matrices(case)
     return FastDecoupledMatrices(
         bp_inv=_inverse(b_p, case.pv | case.pq), bpp_inv=_inverse(b_pp, case.pq)

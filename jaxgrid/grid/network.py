@@ -17,6 +17,7 @@ scenario varies).
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 from flax import struct
@@ -135,6 +136,7 @@ class Network:
             raise ValueError(f"buses {missing} are not in the network")
         return np.array([index[int(b)] for b in bus_numbers], np.int32)
 
+    @jax.jit  # one program when called eagerly (1.4 s op by op at opf14-v0's make)
     def generation_cost(self, pg_mw: Array) -> Array:
         """``(..., n_gen)`` cost of producing ``pg_mw`` ``(..., n_gen)``, currency/h: the
         quadratic, or the piecewise-linear curve interpolated (extrapolated beyond its

@@ -1,7 +1,8 @@
-"""The public power flows called eagerly, as a notebook calls them, run as one compiled
-program: XLA compiles at most two programs for the call (the solver, and a conversion of
-its inputs where one is needed), where running JAX operation by operation compiled one
-per operation (dozens)."""
+"""The public power flows (and the network computations environments build with)
+called eagerly, as a notebook calls them, run as one compiled
+program: XLA compiles one program for the call (none where the persistent compilation
+cache already holds it), where running JAX operation by operation compiled one per
+operation (dozens)."""
 
 import jax
 import jax.monitoring
@@ -13,6 +14,7 @@ from jaxgrid.grid import (
     distflow,
     distflow_newton,
     distflow_with_fallback,
+    fast_decoupled_matrices,
     lindistflow,
     load_feeder,
     network_from_matpower,
@@ -30,6 +32,10 @@ def _feeder_call(solve, **options):
     return call
 
 
+def _full_output_cost(network):
+    return network.generation_cost(network.pmax_mw)
+
+
 CALLS = {
     "acpf": lambda: acpf(network_from_matpower("case14"), method="newton"),
     "dcpf": lambda: dcpf(network_from_matpower("case14")),
@@ -38,6 +44,8 @@ CALLS = {
     "distflow_newton": _feeder_call(distflow_newton),
     "distflow_with_fallback": _feeder_call(distflow_with_fallback),
     "unbalanced_power_flow": lambda: unbalanced_power_flow(load_feeder3("ieee13"), 1.3),
+    "fast_decoupled_matrices": lambda: fast_decoupled_matrices(network_from_matpower("case14")),
+    "generation_cost": lambda: _full_output_cost(network_from_matpower("case14")),
 }
 
 
@@ -55,4 +63,4 @@ def test_an_eager_call_compiles_one_program(name):
         jax.block_until_ready(CALLS[name]())
     finally:
         jax.monitoring.unregister_event_duration_listener(listener)
-    assert len(compiles) <= 2, f"{name}: {len(compiles)} programs compiled"
+    assert len(compiles) <= 1, f"{name}: {len(compiles)} programs compiled"

@@ -38,7 +38,7 @@ def assumed_ratings(feeder, margin: float = THERMAL_MARGIN) -> np.ndarray:
 
     An assumption, documented as such: the bundled cases publish no line ratings.
     Ten sweeps: the base case converges to float32 round-off in them (20 gave the same
-    ratings to 2e-7) and compile faster.
+    ratings to 2e-7) and compile faster than twenty.
     """
     flow = distflow(feeder, feeder.p_load_mw, feeder.q_load_mvar, iterations=10)
     s = np.hypot(np.asarray(flow.p_branch_mw), np.asarray(flow.q_branch_mvar))

@@ -4,7 +4,6 @@ baselines and the AC-OPF of every step as the oracle."""
 
 from __future__ import annotations
 
-import jax
 import numpy as np
 
 from jaxgrid.data.simbench import simbench_profiles
@@ -68,8 +67,7 @@ def make_opf(
     n_class = load.shape[1]
     weights = np.eye(n_class)[np.arange(network.n_bus) % n_class]
     if power_flow_penalty is None:
-        cost = jax.jit(type(network).generation_cost)  # one program, not op by op (1.4 s)
-        full = np.sum(np.asarray(cost(network, network.pmax_mw)))
+        full = np.sum(np.asarray(network.generation_cost(network.pmax_mw)))
         power_flow_penalty = float(np.ceil(full * dt_h / 1000.0))
     if acopf_baseline is None:
         acopf_baseline = network.n_bus <= 30
