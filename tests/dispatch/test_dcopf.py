@@ -10,12 +10,14 @@ cores) and runs every test::
     JAXGRID_VALIDATE=full python -m pytest tests/dispatch/test_dcopf.py -n 0
 """
 
+from pathlib import Path
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 from conftest import FULL, full_only, sampled, x64
-from highs_dcopf import solve
+from highs_dcopf import pypower_ptdf, solve
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from instances import CASES, draw, tightened
@@ -82,6 +84,99 @@ def test_load_above_capacity_is_shed_at_the_value_of_lost_load():
     assert np.all(np.asarray(result.gen_at_pmax))
     np.testing.assert_allclose(result.lmp, 5000.0, atol=1e-3)
     assert float(result.cost) >= 5000.0 * (np.sum(pd) - capacity)
+
+
+def test_degenerate_dispatch_reaches_the_strict_tolerance():
+    """A step of ``tso300-v0`` in float64 (random commitment, load shed behind binding
+    lines: an LP degenerate along its optimal face, the shed split undetermined), stored
+    in ``degenerate_case300.npz``. Near the solution the node matrix loses its Cholesky
+    factor; the proximal term that then keeps it defined must scale with each diagonal
+    entry: one scaled by the largest entry (about 1e35 there) swamped the small ones, and
+    the dual residual stalled at 3.8e-5 currency/MWh (2.5e-3 inside the environment's
+    compiled step, which then reported a failed dispatch: ``check_env`` of ``tso300-v0``
+    saw a batched and an unbatched run part)."""
+    data = np.load(Path(__file__).with_name("degenerate_case300.npz"))
+    with x64():
+        network = network_from_matpower("case300").replace(
+            pmin_mw=data["pmin_mw"], pmax_mw=data["pmax_mw"]
+        )
+        dispatch = dict(
+            cost_poly=data["cost_poly"],
+            commitment=data["commitment"],
+            reserve_mw=float(data["reserve_mw"]),
+        )
+        prices = dict(
+            voll=float(data["voll"]),
+            spill_price=float(data["spill_price"]),
+            reserve_shortfall_price=float(data["reserve_shortfall_price"]),
+        )
+        result = jax.jit(
+            lambda pd: dcopf(
+                network.replace(rate_mva=data["rate_mva"]),
+                pd,
+                params=DCOPFParams(**prices),
+                monitored=tuple(data["monitored"]),
+                shed_at=tuple(data["shed_at"]),
+                spill_at=tuple(data["spill_at"]),
+                iterations=30,
+                **dispatch,
+            )
+        )(data["pd_mw"])
+    assert bool(result.converged) and float(result.dual_residual) < 1e-8
+    # HiGHS's QP solver does not finish this instance (600 s: time limit), so the
+    # reference is the optimality certificate of a convex QP, checked by NumPy
+    _check_kkt(network, data, prices, jax.tree_util.tree_map(np.asarray, result))
+    assert np.sum(result.shed_mw) > 1.0 and np.sum(result.line_at_limit) >= 1
+
+
+def _check_kkt(network, data, prices, result, tol_mw=1e-5, tol_price=LMP_ATOL):
+    """The KKT conditions of :func:`dcopf`'s problem at ``result``, with its prices as the
+    duals and PYPOWER's PTDF: primal feasibility, each variable's marginal cost against
+    its bus's price (equal inside its bounds, on the right side at a bound), each line
+    price nonzero only on its binding side, and the LMPs made of the energy price and
+    the line prices. They are sufficient for optimality of a convex QP."""
+    net = {k: np.asarray(v) for k, v in vars(network).items()}
+    on = data["commitment"] & net["gen_in_service"]
+    pmin, pmax = np.where(on, data["pmin_mw"], 0.0), np.where(on, data["pmax_mw"], 0.0)
+    pg, lmp, rho = result.pg_mw, result.lmp, float(result.reserve_price)
+    shed, spill, short = result.shed_mw, result.spill_mw, float(result.reserve_shortfall_mw)
+    pd = data["pd_mw"]
+
+    def dual_feasible(x, low, high, gradient, what):
+        """``gradient`` (marginal cost less the bus's price) is >= 0 at the lower bound,
+        <= 0 at the upper one and 0 between them."""
+        at_low, at_high = x <= low + tol_mw, x >= high - tol_mw
+        assert np.all((x >= low - tol_mw) & (x <= high + tol_mw)), f"{what}: bounds"
+        assert np.all(at_low | (gradient <= tol_price)), f"{what}: could go down"
+        assert np.all(at_high | (gradient >= -tol_price)), f"{what}: could go up"
+
+    gen_bus = net["gen_bus"]
+    marginal = 2.0 * data["cost_poly"][:, 0] * pg + data["cost_poly"][:, 1] + rho
+    dual_feasible(pg[on], pmin[on], pmax[on], (marginal - lmp[gen_bus])[on], "units")
+    b = data["shed_at"]
+    dual_feasible(shed[b], 0.0, np.maximum(pd[b], 0.0), prices["voll"] - lmp[b], "shed")
+    must_run = np.zeros(len(pd))
+    np.add.at(must_run, gen_bus, np.maximum(pmin, 0.0))
+    b = data["spill_at"]
+    cap = must_run[b] + np.maximum(-pd[b], 0.0)
+    dual_feasible(spill[b], 0.0, cap, prices["spill_price"] + lmp[b], "spill")
+    headroom = np.sum(pmax - pg) + short - float(data["reserve_mw"])
+    assert headroom >= -tol_mw and rho >= -tol_price
+    assert rho <= tol_price or abs(headroom) <= tol_mw, "reserve priced but not binding"
+    reserve_cost = prices["reserve_shortfall_price"] - rho
+    dual_feasible(np.array([short]), 0.0, np.inf, np.array([reserve_cost]), "shortfall")
+
+    injection = shed - spill - pd - net["gs_mw"]
+    np.add.at(injection, gen_bus, pg)
+    assert abs(np.sum(injection)) <= tol_mw
+    ptdf = pypower_ptdf(net)[data["monitored"]]
+    flow, rate = ptdf @ injection, data["rate_mva"][data["monitored"]]
+    line_price = result.line_price[data["monitored"]]
+    np.testing.assert_allclose(flow, result.p_branch_mw[data["monitored"]], atol=tol_mw)
+    assert np.all(np.abs(flow) <= rate + tol_mw)
+    assert np.all((line_price <= tol_price) | (flow >= rate - tol_mw)), "from->to price"
+    assert np.all((line_price >= -tol_price) | (flow <= -rate + tol_mw)), "to->from price"
+    np.testing.assert_allclose(lmp, result.lmp_energy - ptdf.T @ line_price, atol=tol_price)
 
 
 @full_only
