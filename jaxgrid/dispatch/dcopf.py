@@ -850,8 +850,8 @@ def _interior_point(p: _Problem, iterations: int) -> _Solution:
         return pairs, jnp.maximum(count, 1)
 
     def sizes(st: _State):
-        """``(primal, dual, pairs)``: the residuals and the complementarity, and the sizes
-        the tolerances scale them by, ``(primal_scale, dual_scale, pairs_scale)``."""
+        """``((primal, dual, pairs), scales)``: the largest residuals and the
+        complementarity, and the sizes the tolerances scale each by."""
         r_d, r_p, r_lo, r_hi = residuals(st)
         primal = jnp.maximum(jnp.abs(r_p), jnp.max(jnp.abs(jnp.concatenate([r_lo, r_hi]))))
         dual = jnp.max(jnp.abs(r_d))
@@ -911,8 +911,9 @@ def _interior_point(p: _Problem, iterations: int) -> _Solution:
         # diagonal entry grows by ``reg`` times itself: near the solution the entries
         # span 1e35, and a term of ``reg`` times the largest (as before) swamped the
         # small ones, whose directions then stalled the dual residual (1e-5 to 1e-3
-        # currency/MWh in float64 on case300, 1-20 in float32 on case118, reported as
-        # failed dispatches; tests/dispatch/test_dcopf.py keeps one such step)
+        # currency/MWh in float64 on case300, a failed dispatch; two thirds of the
+        # merit order's failed float32 dispatches on tso118-v0; tests/dispatch/
+        # test_dcopf.py keeps one such step)
         chol = jnp.linalg.cholesky(m + jnp.diag(reg * jnp.diagonal(m)))
         balance = jnp.where(empty, 0.0, p.node_balance)
         # the variable with the smallest D (largest 1/D) at each node takes the node's
