@@ -80,8 +80,9 @@ def check_env(
         if kind == "random":
             first = run
 
-    if not _tree_equal(first, jax.device_get(rollout(k_roll, params, 0))):
-        fail("the same key gave a different trajectory")
+    difference = _tree_difference(first, jax.device_get(rollout(k_roll, params, 0)))
+    if difference:
+        fail(f"the same key gave a different trajectory ({difference})")
     if not _same_program(_make_rollout(env, 2), (k_roll, params, 0)):
         fail("two traces of the same rollout differ (randomness drawn outside the key?)")
 
@@ -144,8 +145,12 @@ def _check_vmap_matches_loop(env, params, key, num_steps, num_envs, fail) -> Non
             if i == 0:
                 _check_run(env, params, one, "random float64", num_steps, fail)
             row = jax.tree_util.tree_map(lambda x, i=i: x[i], batch)
-            if not _tree_equal(row, one, rtol=rtol):
-                fail(f"vmap over {num_envs} envs differs from a Python loop at env {i} (float64)")
+            difference = _tree_difference(row, one, rtol=rtol)
+            if difference:
+                fail(
+                    f"vmap over {num_envs} envs differs from a Python loop at env {i} "
+                    f"(float64; first {difference}, batched against alone)"
+                )
 
 
 @contextlib.contextmanager
@@ -499,16 +504,26 @@ def _check_run(env, params, out, kind, length, fail) -> None:
 def _tree_equal(a, b, rtol: float = 0.0) -> bool:
     """Same structure, shapes and values: floats within ``rtol * (1 + |b|)`` (exactly,
     NaN equal to NaN, when ``rtol`` is 0), integers and booleans exactly."""
-    la, lb = jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b)
+    return _tree_difference(a, b, rtol) is None
+
+
+def _tree_difference(a, b, rtol: float = 0.0) -> str | None:
+    """``None`` where :func:`_tree_equal`, else the first difference in words: the
+    leaf's path and the first index where it differs, with both values."""
     if jax.tree_util.tree_structure(a) != jax.tree_util.tree_structure(b):
-        return False
-    for x, y in zip(la, lb):
-        x, y = np.asarray(x), np.asarray(y)
+        return "the trees' structures differ"
+    leaves = jax.tree_util.tree_leaves_with_path(a)
+    for (path, x), y in zip(leaves, jax.tree_util.tree_leaves(b), strict=True):
+        x, y, name = np.asarray(x), np.asarray(y), jax.tree_util.keystr(path)
         if x.shape != y.shape:
-            return False
+            return f"{name}: shape {x.shape} against {y.shape}"
         if rtol == 0.0 or not np.issubdtype(x.dtype, np.inexact):
-            if not np.array_equal(x, y, equal_nan=np.issubdtype(x.dtype, np.inexact)):
-                return False
-        elif not np.allclose(x, y, rtol=rtol, atol=rtol, equal_nan=True):
-            return False
-    return True
+            same = (x == y) | (
+                np.isnan(x) & np.isnan(y) if np.issubdtype(x.dtype, np.inexact) else False
+            )
+        else:
+            same = np.isclose(x, y, rtol=rtol, atol=rtol, equal_nan=True)
+        if not np.all(same):
+            at = tuple(int(i) for i in np.argwhere(~np.asarray(same))[0]) if x.ndim else ()
+            return f"{name}{list(at) if at else ''}: {x[at]} against {y[at]}"
+    return None
