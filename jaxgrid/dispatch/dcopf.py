@@ -198,14 +198,17 @@ class DispatchResult:
         line_price: ``(n_branch,)`` shadow price of each branch limit, currency/MWh per
             MW of rating: positive when the from->to limit binds, negative when the
             to->from limit binds, 0 for an unmonitored branch.
-        line_at_limit: ``(n_branch,)`` bool, monitored branches whose flow is at its rating.
-        gen_at_pmax, gen_at_pmin: ``(n_gen,)`` bool, committed units at a limit.
+        line_at_limit: ``(n_branch,)`` bool, monitored branches whose flow is at its rating
+            (within :func:`tolerance_mw` of it).
+        gen_at_pmax, gen_at_pmin: ``(n_gen,)`` bool, committed units at a limit (within
+            :func:`tolerance_mw` of it).
         shed_mw: ``(n_bus,)`` load shed, MW.
         spill_mw: ``(n_bus,)`` generation spilled, MW.
         reserve_shortfall_mw: ``()`` reserve requirement not held, MW.
         reserve_price: ``()`` cost of one more MW of reserve requirement, currency/MWh.
         infeasible: ``()`` bool: load was shed, generation spilled or reserve short (more
-            than 1e-3 MW): the problem without those had no solution.
+            than :func:`tolerance_mw` of the demand): the problem without those had no
+            solution.
         converged: ``()`` bool: residuals and duality gap below the tolerance.
         iterations: ``()`` int32 iterations until convergence (the budget if never).
         primal_residual_mw: ``()`` largest violation of balance or line limits, MW.
@@ -234,6 +237,41 @@ class DispatchResult:
     primal_residual_mw: Array
     dual_residual: Array
     gap: Array
+
+
+def convergence_tolerances(dtype) -> tuple[float, float]:
+    """``(strict, loose)`` relative tolerances of the interior point in ``dtype``: it
+    iterates until the strict one (2e-11 in float64, 6e-5 in float32; the LMPs of case300
+    needed it) and reports convergence at the loose one, since a degenerate problem
+    (units at their limits, load shed at a bus) can stall between them.
+
+    The loose one is 1e-6 in float64, MATPOWER's default tolerances (``mips``): 1e-2
+    currency/MWh of dual residual at a value of lost load of 10,000. It was 1e-8, and
+    steps of ``tso300-v0`` where hundreds of MW are shed stalled at dual residuals of
+    1e-6 to 6e-5 currency/MWh (the cost right to 1e-13 relative, primal residual 1e-12
+    MW), so that the same step converged in a batch and failed alone, ending one
+    episode but not the other.
+    """
+    strict = 10.0 * float(jnp.finfo(dtype).eps) ** 0.75
+    return strict, max(strict, 1e-6)
+
+
+def tolerance_mw(size_mw) -> Array:
+    """How far a dispatch's quantity of magnitude ``size_mw`` (MW, any shape) may be from
+    its exact value: ``1e-3 MW + rtol * |size_mw|``, ``rtol`` the interior point's loose
+    tolerance in ``size_mw``'s dtype (1e-6 in float64, 6e-5 in float32).
+
+    The interior point leaves each variable inside its bounds by a remnant of its barrier
+    (a unit at its minimum ends slightly above it, a line at its rating slightly over or
+    under it, a shed, spill or shortfall of 0 slightly positive). In ``tso118-v0``'s
+    rollouts (16 days of the merit order, float32) such remnants were 6e-5 to 1e-2 MW
+    where the exact solution has none, so a limit, a shed or an overload is one only
+    beyond this tolerance: the at-limit flags and ``infeasible`` here, and the
+    environments' costs built on a dispatch.
+    """
+    size = jnp.abs(jnp.asarray(size_mw))
+    _, loose = convergence_tolerances(size.dtype)
+    return 1e-3 + loose * size
 
 
 def monitored_branches(network: Network, rate_mva=None) -> tuple[int, ...]:
@@ -499,10 +537,9 @@ def _result(
     injection = (pg @ _gen_at_bus(network, d.dtype)) + shed - spill - d.pd - network.gs_mw
     flow = d.h_full @ injection + d.shift
     line_price = jnp.zeros(network.n_branch, d.dtype).at[d.monitored].set(-line_mu)
-    margin = 1e-3 + 1e-6 * jnp.abs(d.rate)
     line_on = network.branch_in_service[d.monitored] & jnp.isfinite(d.rate[d.monitored])
     monitored_mask = jnp.zeros(network.n_branch, bool).at[d.monitored].set(line_on)
-    tol_mw = 1e-3
+    served = jnp.sum(jnp.abs(d.pd))
     return DispatchResult(
         pg_mw=pg,
         cost=cost,
@@ -512,14 +549,14 @@ def _result(
         lmp_congestion=congestion,
         p_branch_mw=flow,
         line_price=line_price,
-        line_at_limit=monitored_mask & (jnp.abs(flow) >= d.rate - margin),
-        gen_at_pmax=d.on & (pg >= d.pmax - tol_mw - 1e-6 * jnp.abs(d.pmax)),
-        gen_at_pmin=d.on & (pg <= d.pmin + tol_mw + 1e-6 * jnp.abs(d.pmin)),
+        line_at_limit=monitored_mask & (jnp.abs(flow) >= d.rate - tolerance_mw(d.rate)),
+        gen_at_pmax=d.on & (pg >= d.pmax - tolerance_mw(d.pmax)),
+        gen_at_pmin=d.on & (pg <= d.pmin + tolerance_mw(d.pmin)),
         shed_mw=shed,
         spill_mw=spill,
         reserve_shortfall_mw=shortfall,
         reserve_price=reserve_price,
-        infeasible=(jnp.sum(shed) + jnp.sum(spill) + shortfall) > tol_mw,
+        infeasible=(jnp.sum(shed) + jnp.sum(spill) + shortfall) > tolerance_mw(served),
         converged=converged,
         iterations=iterations,
         primal_residual_mw=primal_residual_mw,
@@ -821,12 +858,7 @@ def _interior_point(p: _Problem, iterations: int) -> _Solution:
     converged."""
     dtype = p.c.dtype
     eps = jnp.finfo(dtype).eps
-    # iterate until the strict tolerance (2e-11 in float64, 6e-5 in float32; the LMPs of
-    # case300 needed it), report convergence at the looser one (1e-8 in float64: 1e-4
-    # currency/MWh of dual residual at a value of lost load of 10,000): a degenerate
-    # problem (units at their limits, load shed at a bus) can stall between them
-    strict = 10.0 * eps**0.75
-    loose = jnp.maximum(strict, 1e-8)
+    strict, loose = convergence_tolerances(dtype)
     act = p.active
     upper = jnp.where(act, p.upper, 1.0)
     a = jnp.where(act, p.var_sign, 0.0)
