@@ -88,6 +88,22 @@ def test_ramp_windows_by_hand():
     np.testing.assert_allclose(c.p_high_mw, [40, 90])
 
 
+def test_a_stop_from_the_dispatch_at_its_shutdown_ramp_is_not_refused():
+    """A dispatch leaves a unit at its shut-down ramp slightly above it (the interior
+    point's barrier remnant: 3e-14 to 1e-2 MW measured in tso118-v0): its stop is not
+    refused, and costs nothing; one a real 0.5 MW above it is refused."""
+    units = two_units()
+    on, off = jnp.array([True, True]), jnp.array([False, False])
+    free = jnp.array([9, 9])
+    for remnant in (1e-5, 1e-3):
+        c = commit(off, on, free, jnp.array([40.0 + remnant, 90.0 + remnant]), units)
+        assert c.status.tolist() == [False, False], remnant
+        np.testing.assert_array_equal(c.refused_ramp_mw, [0.0, 0.0])
+    c = commit(off, on, free, jnp.array([40.5, 90.0]), units)
+    assert c.status.tolist() == [True, False]
+    np.testing.assert_allclose(c.refused_ramp_mw, [0.5, 0.0], rtol=1e-5)
+
+
 def test_startup_and_no_load_costs_by_hand(tso14):
     env, params = tso14
     _, state = env.reset(KEY, params)
@@ -308,6 +324,44 @@ def test_nan_actions_are_sanitised(tso14):
 def test_bad_params_are_refused_by_name():
     with pytest.raises(ValueError, match="reserve_margin"):
         env, params = jaxgrid.make("tso14-v0", reserve_margin=-0.1)
+
+
+@full_only
+def test_costs_are_violations_of_the_exact_dispatch_not_solver_remnants():
+    """A merit-order day of ``tso118-v0`` in float32, each step's costs against HiGHS's
+    dispatch of the same step: where HiGHS's has no thermal overload, over-generation or
+    reserve shortfall, the cost is 0, though the interior point left some flows over
+    their ratings (by ~1e-4 MW) on steps it solved; where HiGHS's has one (beyond 1 MW),
+    the cost is positive."""
+    env, params = jaxgrid.make("tso118-v0")
+    obs, state = env.reset(jax.random.PRNGKey(3), params)
+    policy = env.baselines(params)["merit_order"]
+    step, dispatch = jax.jit(env.step_env), jax.jit(env.dispatch)
+    rate = np.asarray(params.rate_mva, float)
+    names = ("thermal_overload", "over_generation", "reserve_shortfall")
+    columns = [env.cost_names.index(n) for n in names]
+    remnants = 0
+    for t in range(env.horizon):
+        action = policy(KEY, obs)
+        c, net, r = dispatch(state, *env.request(action), params)
+        obs, state, _, _, _, info = step(KEY, state, action, params)
+        if not bool(r.converged):
+            continue
+        ref = highs_reference(env, params, c, net, rate)
+        exact = (
+            np.sum(np.maximum(np.abs(ref["p_branch_mw"]) - rate, 0.0)),
+            np.sum(ref["spill_mw"]),
+            ref["reserve_shortfall_mw"],
+        )
+        over = np.abs(np.asarray(r.p_branch_mw, float)) - rate
+        remnants += int(exact[0] < 1e-6 and np.any((over > 0) & (over < 1e-2)))
+        for name, col, e in zip(names, columns, exact, strict=True):
+            cost = float(info["costs"][0, col])
+            if e < 1e-6:
+                assert cost == 0.0, (t, name, cost)
+            elif e > 1.0:
+                assert cost > 0.0, (t, name, e)
+    assert remnants > 0  # else the day tests nothing
 
 
 @full_only

@@ -5,7 +5,11 @@ A request switches units on or off; the rules refuse what a unit cannot do:
 - **minimum up and down times**: a unit that started (stopped) fewer than
   ``min_up_steps`` (``min_down_steps``) steps ago stays on (off);
 - **shut-down ramp**: a unit may stop only from an output at most ``shutdown_ramp_mw``
-  (else it stays on and ramps down);
+  (else it stays on and ramps down); the output comes from a dispatch, so one within
+  the dispatch's :func:`~jaxgrid.dispatch.dcopf.tolerance_mw` above it counts as at it
+  (the interior point leaves a unit at its minimum, here often its shut-down ramp,
+  slightly above it: measured, 9 of 439 refusals in ``tso118-v0``'s random rollouts
+  were by 3e-14 to 2e-11 MW in float64, 8 by 6e-5 to 1e-2 MW in float32);
 
 and then bound each committed unit's output in the step (the **ramp window**): within
 ``ramp_down_mw``/``ramp_up_mw`` of its last output if it stays on, in
@@ -19,6 +23,7 @@ from typing import NamedTuple
 
 import jax.numpy as jnp
 
+from jaxgrid.dispatch.dcopf import tolerance_mw
 from jaxgrid.envs.tso.fleet import UnitParams
 from jaxgrid.types import Array
 
@@ -64,7 +69,7 @@ def commit(request: Array, status: Array, time_in_state: Array, p_mw: Array, uni
     after_lock = jnp.where(refused_lock, status, request)
     stopping = status & ~after_lock
     excess = p_mw - units.shutdown_ramp_mw
-    refused_ramp = stopping & (excess > 0)
+    refused_ramp = stopping & (excess > tolerance_mw(units.shutdown_ramp_mw))
     new_status = after_lock | refused_ramp
     started = new_status & ~status
     low = jnp.where(started, units.pmin_mw, jnp.maximum(units.pmin_mw, p_mw - units.ramp_down_mw))
