@@ -6,11 +6,13 @@ per binding line; every bus's price is ``lam + sum_l m_l PTDF[l, bus]`` (its LMP
 every variable responds to its bus's price alone: an output block with marginal cost
 ``a + b x`` on ``[0, w]`` produces ``clip((price - rho - a) / b, 0, w)`` (``rho`` the
 reserve's price, taken from the copper plate, :mod:`.copper_plate`), shed load is all
-of the bus's above ``voll`` and spilled output all of it below ``-spill_price``. The
-prices are the root of ``1 + K`` piecewise-linear equations: the balance, and each
-binding line's flow at its rating. Newton's method finds that root in a few steps (its
-matrix is ``E D E'``, ``(1 + K)`` square, ``E`` the balance's and the lines' PTDF rows
-at the blocks' buses and ``D`` the blocks inside their range, ``1 / b`` each). The
+of the bus's above ``voll`` and spilled output all of it below ``-spill_price`` (with
+:attr:`~jaxgrid.dispatch.DCOPFParams.slack_price_rise`, the share of its range that the
+bus's price reaches across the rise). The prices are the root of ``1 + K``
+piecewise-linear equations: the balance, and each binding line's flow at its rating.
+Newton's method finds that root in a few steps (its matrix is ``E D E'``, ``(1 + K)``
+square, ``E`` the balance's and the lines' PTDF rows at the blocks' and the buses'
+places and ``D`` the blocks, sheds and spills inside their range, ``1 / slope`` each). The
 binding lines are found by an active set over ``rounds``: each round drops a line whose
 price has the wrong sign (a limit that pushes rather than holds), adds the monitored line
 most over its rating into one of ``slots`` places, and takes ``newton_steps`` Newton
@@ -20,9 +22,9 @@ steps.
 every monitored flow is within its rating, every binding line is at its rating with a
 price of the right sign, and the reserve's price is consistent with its shortfall. The
 optimality conditions left, each variable's response to its bus's price, hold by
-construction. Where the optimum needs a block of constant cost at its price (shed load
-or spilled output at a bus whose price is ``voll`` or ``-spill_price``, a
-piecewise-linear segment), a binding set larger than ``slots``, or more rounds, the
+construction. Where the optimum needs a block of constant cost at its price (without a
+rise, shed load or spilled output at a bus whose price is ``voll`` or ``-spill_price``;
+a piecewise-linear segment), a binding set larger than ``slots``, or more rounds, the
 certificate fails and :func:`~jaxgrid.dispatch.dcopf_with_fallback` takes the interior
 point. ``iterations`` is 0 (no interior point iteration), ``dual_residual`` and ``gap``
 are 0 (the responses are exact), ``primal_residual_mw`` is the balance's error or the
@@ -130,6 +132,14 @@ def binding_lines_dispatch(
     h_blocks = h[:, block_bus]  # (L, n_blocks)
     shed_cap = jnp.zeros(n_bus, dtype).at[d.shed_buses].set(d.shed_max)
     spill_cap = jnp.zeros(n_bus, dtype).at[d.spill_buses].set(d.spill_max)
+    # shed and spill respond to their bus's price across ``span`` (currency/MWh) with a
+    # rise, all at once without one
+    voll, spill_price = params.voll, params.spill_price
+    rising = params.slack_price_rise > 0
+    shed_span = voll * params.slack_price_rise
+    spill_span = spill_price * params.slack_price_rise
+    safe_shed_span = jnp.where(rising, shed_span, 1.0)
+    safe_spill_span = jnp.where(rising, spill_span, 1.0)
 
     # the slots: ``pick`` (slots, L) holds +1 (upper limit) or -1 (lower limit) at the
     # line a slot holds, a row of zeros for a free slot; written as products with it, so
@@ -142,16 +152,32 @@ def binding_lines_dispatch(
         return held @ h, held @ h_blocks, held @ rating, held @ shift, side, side != 0
 
     def respond(p, slots_):
-        """At prices ``p``: the blocks' outputs and prices ``(n_blocks,)``, and shed less
-        spill ``(n_bus,)``."""
+        """At prices ``p``: the blocks' outputs and prices ``(n_blocks,)``, shed less
+        spill and the buses' prices ``(n_bus,)``."""
         h_at, hb_at, _, _, _, active = slots_
         m = jnp.where(active, p[1:], 0.0)
         at_block = p[0] + m @ hb_at
         price = p[0] + m @ h_at
         ramp = jnp.clip((at_block - start) / safe_rise, 0.0, width)
         x = jnp.where(sloped, ramp, width * (start < at_block))
-        slack = shed_cap * (price > params.voll) - spill_cap * (price < -params.spill_price)
-        return x, at_block, slack
+        shed = jnp.where(rising, jnp.clip((price - voll) / safe_shed_span, 0.0, 1.0), price > voll)
+        spill = jnp.where(
+            rising,
+            jnp.clip((-price - spill_price) / safe_spill_span, 0.0, 1.0),
+            price < -spill_price,
+        )
+        return x, at_block, shed_cap * shed - spill_cap * spill, price
+
+    def slack_slope(price):
+        """``(n_bus,)`` d (shed - spill) / d price at the buses' prices, MW per
+        currency/MWh (0 without a rise: the blocks are flat)."""
+        shed_in = (price > voll) & (price < voll + shed_span)
+        spill_in = (price < -spill_price) & (price > -spill_price - spill_span)
+        return jnp.where(
+            rising,
+            shed_cap * shed_in / safe_shed_span + spill_cap * spill_in / safe_spill_span,
+            0.0,
+        )
 
     def injection(x, slack):
         return fixed + x @ block_to_bus + slack
@@ -161,25 +187,29 @@ def binding_lines_dispatch(
         free slot), and the blocks' prices (the products with the slots' PTDF rows taken
         term by term, without forming the buses' injections)."""
         h_at, hb_at, rating_at, shift_at, side, active = slots_
-        x, at_block, slack = respond(p, slots_)
+        x, at_block, slack, price = respond(p, slots_)
         balance = fixed_total + jnp.sum(x) + jnp.sum(slack)
         flows = h_at @ (fixed + slack) + hb_at @ x + shift_at
         error = jnp.where(active, flows - side * rating_at, 0.0)
-        return jnp.concatenate([balance[None], error]), at_block
+        return jnp.concatenate([balance[None], error]), at_block, price
 
     def newton(p, slots_):
         """One step: of the Newton direction and damped ones, at each of the
         ``STEP_LENGTHS``, the one that leaves the smallest error (a full step may
         overshoot into another piece)."""
-        _, hb_at, _, _, _, active = slots_
-        error, at_block = residual(p, slots_)
+        h_at, hb_at, _, _, _, active = slots_
+        error, at_block, price = residual(p, slots_)
         inside = sloped & (at_block > start) & (at_block < start + rise * width)
         slope = jnp.where(inside, 1.0 / safe_rise, 0.0)
         rows = jnp.concatenate(
             [jnp.ones((1, len(start)), dtype), jnp.where(active[:, None], hb_at, 0.0)]
         )
+        bus_rows = jnp.concatenate(
+            [jnp.ones((1, n_bus), dtype), jnp.where(active[:, None], h_at, 0.0)]
+        )
         on = jnp.concatenate([jnp.ones(1, bool), active])
-        jac = jnp.where(on[:, None] & on[None, :], (rows * slope) @ rows.T, jnp.eye(len(on)))
+        products = (rows * slope) @ rows.T + (bus_rows * slack_slope(price)) @ bus_rows.T
+        jac = jnp.where(on[:, None] & on[None, :], products, jnp.eye(len(on)))
         # where fewer blocks are inside their range than prices are sought the matrix
         # is singular: damped directions (Levenberg-Marquardt) are tried beside Newton's
         size = jnp.max(jnp.diag(jac))
@@ -200,7 +230,7 @@ def binding_lines_dispatch(
         pick = jnp.where(wrong[:, None], 0.0, pick)
         p = p.at[1:].set(jnp.where(wrong | (side == 0), 0.0, p[1:]))
         # add the line most over its rating into a free slot
-        x, _, slack = respond(p, slotted(pick))
+        x, _, slack, _ = respond(p, slotted(pick))
         flows = h @ injection(x, slack) + shift
         taken = jnp.sum(jnp.abs(pick), axis=0) > 0
         over = jnp.where(taken | ~line_on, -jnp.inf, jnp.abs(flows) - rating)
@@ -219,7 +249,7 @@ def binding_lines_dispatch(
     (p, pick), _ = jax.lax.scan(round_, init, None, length=rounds)
 
     slots_ = slotted(pick)
-    x, _, slack = respond(p, slots_)
+    x, _, slack, _ = respond(p, slots_)
     inj = injection(x, slack)
     flows = h @ inj + shift
     _, _, rating_at, _, side, active = slots_

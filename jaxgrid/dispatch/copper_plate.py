@@ -13,9 +13,11 @@ breakpoint where ``F`` jumps across the demand, else the one below the demand,
 interpolated along its segment (``F`` evaluated at every breakpoint, about ``4 n^2``
 operations for ``n`` blocks, no iteration). Blocks of equal cost at the price share
 what is left in proportion to their widths; shed load and spilled output are spread
-over their buses in proportion to the most each bus can shed or spill (the optimum is
-not unique there, and :func:`~jaxgrid.dispatch.dcopf` may return another split of the
-same cost). The reserve requirement prices all units' output alike, so it moves the
+over their buses in proportion to the most each bus can shed or spill. With
+:attr:`~jaxgrid.dispatch.DCOPFParams.slack_price_rise` 0 the optimum is not unique
+there, and :func:`~jaxgrid.dispatch.dcopf` may return another split of the same cost;
+with a rise that split is the unique optimum, shed and the output not spilled each one
+sloped block whose buses all sit at the same share of their range. The reserve requirement prices all units' output alike, so it moves the
 generators' marginal costs by its price ``rho`` against shed and spill: it is solved
 for ``rho = 0`` and for ``rho = reserve_shortfall_price`` and the one consistent with
 its shortfall is kept.
@@ -38,7 +40,13 @@ from collections.abc import Sequence
 import jax
 import jax.numpy as jnp
 
-from jaxgrid.dispatch.dcopf import DCOPFParams, DispatchResult, _problem_data, _result
+from jaxgrid.dispatch.dcopf import (
+    DCOPFParams,
+    DispatchResult,
+    _problem_data,
+    _result,
+    _rise_per_mw,
+)
 from jaxgrid.grid.network import Network
 from jaxgrid.numerics import full_precision
 from jaxgrid.types import Array
@@ -74,14 +82,20 @@ def copper_plate_dispatch(
     headroom = jnp.sum(jnp.where(d.on, d.pmax, 0.0)) - jnp.sum(d.lower) - d.reserve
     reserve_on = d.reserve > 0
 
+    # shed and the output not spilled, each one block: with a rise, every bus's share of
+    # its range follows the one price, so the buses' blocks add up to one of the total
+    rise_frac = params.slack_price_rise
+    shed_rise = _rise_per_mw(params.voll, rise_frac, shed_total)
+    kept_rise = _rise_per_mw(params.spill_price, rise_frac, spill_total)
+
     def dispatch(rho):
         start = jnp.concatenate(
             [
                 d.slope.reshape(-1) + rho,
-                jnp.stack([params.voll, -params.spill_price]).astype(dtype),
+                jnp.stack([params.voll, -params.spill_price * (1.0 + rise_frac)]).astype(dtype),
             ]
         )
-        rise = jnp.concatenate([d.curvature.reshape(-1), jnp.zeros(2, dtype)])
+        rise = jnp.concatenate([d.curvature.reshape(-1), jnp.stack([shed_rise, kept_rise])])
         width = jnp.concatenate([d.width.reshape(-1), jnp.stack([shed_total, spill_total])])
         lam, x, found = _balance(start, rise, width, demand)
         blocks = x[:-2]

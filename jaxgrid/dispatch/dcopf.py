@@ -4,6 +4,8 @@ The problem, for bus loads ``pd_mw`` and the generators a commitment mask leaves
 
     minimise   sum_g cost_g(pg_g) + voll * sum(shed) + spill_price * sum(spill)
                + reserve_shortfall_price * shortfall                       (currency/h)
+               [+ rise/2 * sum_i (voll shed_i^2 / shed_max_i
+                                  + spill_price spill_i^2 / spill_max_i)]
     subject to sum_i injection_i = 0                                       (energy price)
                -rate_l <= PTDF_l @ injection + shift_flow_l <= rate_l      (monitored lines)
                sum_g (pmax_g - pg_g) + shortfall >= reserve_mw             (if reserve_mw > 0)
@@ -16,6 +18,11 @@ of output with its own marginal cost; a non-convex curve is refused). Load that 
 served is shed at the value of lost load, must-run output that cannot be absorbed is
 spilled, a reserve that cannot be held is short at a price: the problem always has a
 solution, and :attr:`DispatchResult.infeasible` says when the hard problem had none.
+The bracketed term, :attr:`DCOPFParams.slack_price_rise` (``rise``, 0 by default), makes
+the prices of shedding and spilling rise across each bus's range (``shed_max_i`` its
+load, ``spill_max_i`` its must-run output and negative load), so that where the linear
+program may shed at any of several buses at one price, and the flows on the lines it does
+not monitor with it, the shed is split uniquely: in proportion to the buses' loads.
 
 The LMP of bus ``i`` is the cost of serving one more MW there: ``lmp = lmp_energy +
 lmp_congestion`` with ``lmp_energy`` the price at the slack bus (the dual of the power
@@ -174,11 +181,20 @@ class DCOPFParams:
             network cannot absorb, currency/MWh.
         reserve_shortfall_price: ``()`` price of each MW of reserve requirement not held,
             currency/MWh (below ``voll``: reserve is given up before load).
+        slack_price_rise: ``()`` relative rise of the prices of shed load and spilled
+            output across each bus's range, dimensionless: the last MW a bus can shed
+            costs ``voll * (1 + slack_price_rise)``, its first ``voll`` (spill alike).
+            0 (the default) is the linear program, whose shed and spill are not unique
+            where several buses share a price; a positive value (``tso-*`` use 0.01)
+            makes them unique, split in proportion to each bus's range where the buses'
+            prices are equal, the same split in every stage of
+            :func:`~jaxgrid.dispatch.dcopf_with_fallback`.
     """
 
     voll: Array = 10_000.0
     spill_price: Array = 10_000.0
     reserve_shortfall_price: Array = 1_000.0
+    slack_price_rise: Array = 0.0
 
 
 @struct.dataclass
@@ -355,7 +371,14 @@ def dcopf(
             jnp.asarray(params.reserve_shortfall_price, dtype)[None],
         ]
     )
-    quad = jnp.concatenate([d.curvature.reshape(-1), jnp.zeros(n_shed + n_spill + 1, dtype)])
+    quad = jnp.concatenate(
+        [
+            d.curvature.reshape(-1),
+            _rise_per_mw(params.voll, params.slack_price_rise, d.shed_max).astype(dtype),
+            _rise_per_mw(params.spill_price, params.slack_price_rise, d.spill_max).astype(dtype),
+            jnp.zeros(1, dtype),
+        ]
+    )
     bus_of_block = jnp.repeat(network.gen_bus, n_seg)
     var_bus = jnp.concatenate(
         [bus_of_block, jnp.asarray(shed_buses), jnp.asarray(spill_buses), jnp.zeros(1, int)]
@@ -527,10 +550,18 @@ def _result(
     limit's minus upper limit's), currency/MWh."""
     pg = jnp.where(d.on, d.lower + jnp.sum(blocks, axis=-1), 0.0)
     generation_cost = jnp.sum(d.costed.generation_cost(pg))
+
+    def slack_cost(price, amount, buses, most):
+        """Linear part and the rise's quadratic part, currency/h."""
+        at = amount[buses]
+        return price * jnp.sum(amount) + 0.5 * jnp.sum(
+            _rise_per_mw(price, params.slack_price_rise, most) * at**2
+        )
+
     cost = (
         generation_cost
-        + params.voll * jnp.sum(shed)
-        + params.spill_price * jnp.sum(spill)
+        + slack_cost(params.voll, shed, d.shed_buses, d.shed_max)
+        + slack_cost(params.spill_price, spill, d.spill_buses, d.spill_max)
         + params.reserve_shortfall_price * shortfall
     )
     congestion = d.h_full[d.monitored].T @ line_mu
@@ -563,6 +594,13 @@ def _result(
         dual_residual=dual_residual,
         gap=gap,
     )
+
+
+def _rise_per_mw(price, rise, most_mw):
+    """``(n,)`` slope of a shed's or spill's marginal price at buses whose range is
+    ``most_mw`` ``(n,)``: ``price * rise`` across the range, currency/MWh per MW (0 for
+    an empty range)."""
+    return jnp.where(most_mw > 0, price * rise / jnp.where(most_mw > 0, most_mw, 1.0), 0.0)
 
 
 def static_sets(

@@ -8,7 +8,8 @@ writes bus angles as variables instead, a power balance row per bus (its dual th
 LMP) and a flow row ``b (theta_f - theta_t - shift)`` per rated branch; HiGHS's
 active-set QP solver fails on that form for the larger cases with quadratic costs, so it
 serves linear costs. A piecewise-linear cost is an epigraph variable above every
-segment's line. The problem is the one :func:`jaxgrid.dispatch.dcopf` documents: load
+segment's line. ``slack_price_rise`` puts the rise of shed's and spill's prices across
+each bus's range in the Hessian. The problem is the one :func:`jaxgrid.dispatch.dcopf` documents: load
 shedding at a value of lost load, spilling of must-run generation, a reserve requirement
 with a priced shortfall. Used by the tests and by ``benchmarks/transmission_dispatch.py``.
 """
@@ -35,6 +36,7 @@ def solve(
     voll=10_000.0,
     spill_price=10_000.0,
     reserve_shortfall_price=1_000.0,
+    slack_price_rise=0.0,
     form="ptdf",
     time_limit=60.0,
 ):
@@ -180,7 +182,12 @@ def solve(
         a.data,
     )
     h.passModel(lp)
-    q = np.where(on & ~pwl, 2.0 * poly[:, 0], 0.0)
+    q = np.zeros(n_col)
+    q[i_pg] = np.where(on & ~pwl, 2.0 * poly[:, 0], 0.0)
+    # the rise of shed's and spill's prices across each bus's range
+    for cols, price in ((i_shed, voll), (i_spill, spill_price)):
+        most = upper[cols]
+        q[cols] = np.where(most > 0, price * slack_price_rise / np.where(most > 0, most, 1), 0)
     if np.any(q > 0):
         nz = np.flatnonzero(q > 0).astype(np.int32)
         start = np.searchsorted(nz, np.arange(n_col + 1)).astype(np.int32)

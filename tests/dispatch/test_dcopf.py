@@ -103,6 +103,16 @@ def test_stored_degenerate_steps_converge_to_the_optimum(stored):
     """A stored step converges, to the optimum: HiGHS's QP solver does not finish these
     instances (600 s: time limit), so the reference is the optimality certificate of a
     convex QP, checked by NumPy."""
+    network, data, prices, result = stored_step(stored)
+    assert bool(result.converged) and float(result.dual_residual) < 1e-6  # currency/MWh
+    _check_kkt(network, data, prices, result)
+    assert np.sum(result.shed_mw) > 1.0 and np.sum(result.line_at_limit) >= 1
+
+
+def stored_step(stored, rise=0.0):
+    """``(network, data, prices, result)``: the stored step ``stored`` solved by
+    :func:`dcopf` in float64 (jitted, as in the environment) with the prices of shed and
+    spill rising by ``rise``; ``result`` in NumPy arrays."""
     data = np.load(Path(__file__).with_name(stored))
     with x64():
         network = network_from_matpower("case300").replace(
@@ -122,7 +132,7 @@ def test_stored_degenerate_steps_converge_to_the_optimum(stored):
             lambda pd: dcopf(
                 network.replace(rate_mva=data["rate_mva"]),
                 pd,
-                params=DCOPFParams(**prices),
+                params=DCOPFParams(**prices, slack_price_rise=rise),
                 monitored=tuple(data["monitored"]),
                 shed_at=tuple(data["shed_at"]),
                 spill_at=tuple(data["spill_at"]),
@@ -130,13 +140,12 @@ def test_stored_degenerate_steps_converge_to_the_optimum(stored):
                 **dispatch,
             )
         )(data["pd_mw"])
-    assert bool(result.converged) and float(result.dual_residual) < 1e-6  # currency/MWh
-    _check_kkt(network, data, prices, jax.tree_util.tree_map(np.asarray, result))
-    assert np.sum(result.shed_mw) > 1.0 and np.sum(result.line_at_limit) >= 1
+    return network, data, prices, jax.tree_util.tree_map(np.asarray, result)
 
 
-def _check_kkt(network, data, prices, result, tol_mw=1e-5, tol_price=LMP_ATOL):
-    """The KKT conditions of :func:`dcopf`'s problem at ``result``, with its prices as the
+def _check_kkt(network, data, prices, result, tol_mw=1e-5, tol_price=LMP_ATOL, rise=0.0):
+    """The KKT conditions of :func:`dcopf`'s problem at ``result`` (the prices of shed and
+    spill rising by ``rise`` across each bus's range), with its prices as the
     duals and PYPOWER's PTDF: primal feasibility, each variable's marginal cost against
     its bus's price (equal inside its bounds, on the right side at a bound), each line
     price nonzero only on its binding side, and the LMPs made of the energy price and
@@ -159,13 +168,20 @@ def _check_kkt(network, data, prices, result, tol_mw=1e-5, tol_price=LMP_ATOL):
     gen_bus = net["gen_bus"]
     marginal = 2.0 * data["cost_poly"][:, 0] * pg + data["cost_poly"][:, 1] + rho
     dual_feasible(pg[on], pmin[on], pmax[on], (marginal - lmp[gen_bus])[on], "units")
+
+    def rising(price, x, most):
+        return price * (1.0 + rise * x / np.where(most > 0, most, 1.0))
+
     b = data["shed_at"]
-    dual_feasible(shed[b], 0.0, np.maximum(pd[b], 0.0), prices["voll"] - lmp[b], "shed")
+    most = np.maximum(pd[b], 0.0)
+    shed_price = rising(prices["voll"], shed[b], most)
+    dual_feasible(shed[b], 0.0, most, shed_price - lmp[b], "shed")
     must_run = np.zeros(len(pd))
     np.add.at(must_run, gen_bus, np.maximum(pmin, 0.0))
     b = data["spill_at"]
     cap = must_run[b] + np.maximum(-pd[b], 0.0)
-    dual_feasible(spill[b], 0.0, cap, prices["spill_price"] + lmp[b], "spill")
+    spill_price = rising(prices["spill_price"], spill[b], cap)
+    dual_feasible(spill[b], 0.0, cap, spill_price + lmp[b], "spill")
     headroom = np.sum(pmax - pg) + short - float(data["reserve_mw"])
     assert headroom >= -tol_mw and rho >= -tol_price
     assert rho <= tol_price or abs(headroom) <= tol_mw, "reserve priced but not binding"
