@@ -18,6 +18,7 @@ from jaxgrid.envs.tso import commit, day_oracle
 from jaxgrid.envs.tso.fleet import UnitParams
 from jaxgrid.envs.tso.oracle import unit_commitment_milp
 from jaxgrid.envs.tso.ratings import SCREENED
+from jaxgrid.validation import ParamsError, validate_params
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "dispatch"))
 from highs_dcopf import pypower_ptdf  # noqa: E402  (the dispatch tests' own reference)
@@ -177,6 +178,15 @@ def test_steps_without_a_binding_line_skip_the_interior_point(tso14):
         np.testing.assert_allclose(np.asarray(ri.pg_mw), ref["pg_mw"], atol=0.05)
 
 
+def test_the_shed_split_rule_is_validated(tso14):
+    """The rise that splits the shed uniquely is on by default and validated as a param."""
+    env, params = tso14
+    assert float(params.dispatch.slack_price_rise) > 0
+    bad = params.replace(dispatch=params.dispatch.replace(slack_price_rise=-0.1))
+    with pytest.raises(ParamsError, match=r"params.dispatch.slack_price_rise = -0.1"):
+        validate_params(env, bad)
+
+
 def highs_reference(env, params, c, net, rate_mva, cost_poly=None) -> dict:
     """The tests' HiGHS DC-OPF of a step's dispatch problem: commitment ``c``'s ramp
     windows and status, net load ``net`` spread by the load shares, ``rate_mva``, the
@@ -193,6 +203,7 @@ def highs_reference(env, params, c, net, rate_mva, cost_poly=None) -> dict:
         voll=float(params.dispatch.voll),
         spill_price=float(params.dispatch.spill_price),
         reserve_shortfall_price=float(params.dispatch.reserve_shortfall_price),
+        slack_price_rise=float(params.dispatch.slack_price_rise),
     )
 
 

@@ -45,6 +45,7 @@ def make_tso(
     voll: float = 10_000.0,
     spill_price: float = 1_000.0,
     reserve_shortfall_price: float = 1_000.0,
+    slack_price_rise: float = 0.01,
     bias_max: float = 10.0,
     forecast: int = 16,
     iterations: int = 30,
@@ -71,6 +72,11 @@ def make_tso(
         demand_floor: demand at the profile's minimum, share of the peak.
         reserve_margin: reserve requirement, share of the net load.
         voll, spill_price, reserve_shortfall_price: currency/MWh.
+        slack_price_rise: rise of the dispatch's prices of shed and spill across each
+            bus's range (:class:`~jaxgrid.dispatch.DCOPFParams`), so that the shed is
+            split uniquely, in proportion to the buses' loads, and the flows of the
+            branches the dispatch does not monitor are determined; the costs and the
+            reward count shed and spill at ``voll`` and ``spill_price``.
         bias_max: largest dispatch adjustment of a marginal cost, currency/MWh.
         forecast: steps of future net load observed.
         iterations: interior point iterations of each step's DC-OPF.
@@ -102,6 +108,7 @@ def make_tso(
             voll=np.float64(voll),
             spill_price=np.float64(spill_price),
             reserve_shortfall_price=np.float64(reserve_shortfall_price),
+            slack_price_rise=np.float64(slack_price_rise),
         ),
         bias_max=np.float64(bias_max),
         dt_h=np.float64(dt_h),

@@ -31,6 +31,7 @@ declare(
     Range("dispatch.voll", gt=0, unit="currency/MWh"),
     Range("dispatch.spill_price", gt=0, unit="currency/MWh"),
     Range("dispatch.reserve_shortfall_price", gt=0, unit="currency/MWh"),
+    Range("dispatch.slack_price_rise", ge=0, le=1),
     Range("bias_max", ge=0, unit="currency/MWh"),
     Range("dt_h", gt=0, unit="h"),
     Range("power_flow_penalty", ge=0, unit="thousand currency per step"),
