@@ -4,7 +4,6 @@ bus's range, the shed's split over the buses is unique, every stage of
 (without the rise, HiGHS and the interior point may return different splits of one
 cost: the tests of the linear program compare only the total shed)."""
 
-import jax
 import numpy as np
 import pytest
 from conftest import full_only, x64
@@ -84,23 +83,6 @@ def test_stored_tso300_steps_meet_the_rising_prices_optimality_conditions(stored
     assert bool(result.converged)
     _check_kkt(network, data, prices, result, rise=RISE)
     assert np.sum(result.shed_mw) > 1.0 and np.sum(result.line_at_limit) >= 1
-
-
-def test_the_batched_split_is_the_split_alone():
-    """The split does not depend on the batch a problem is solved in (``check_env`` of
-    ``tso300-v0`` compared a batch of four with the problems one by one): case30 at
-    three times its load, in a batch with other loads and alone."""
-    params = DCOPFParams(voll=VOLL, slack_price_rise=RISE)
-    with x64():
-        network = tightened(network_from_matpower("case30"))
-        pd = np.asarray(network.pd_mw) * np.array([3.0, 1.0, 2.0, 2.5])[:, None]
-        solve_one = jax.jit(lambda p: dcopf_with_fallback(network, p, params=params))
-        batched = jax.jit(jax.vmap(lambda p: dcopf_with_fallback(network, p, params=params)))(pd)
-        for i in range(len(pd)):
-            alone = solve_one(pd[i])
-            np.testing.assert_allclose(batched.shed_mw[i], alone.shed_mw, atol=1e-7)
-            np.testing.assert_allclose(batched.p_branch_mw[i], alone.p_branch_mw, atol=1e-7)
-    assert float(np.sum(batched.shed_mw[0])) > 1.0
 
 
 def test_binding_lines_certify_a_shed_behind_a_binding_line_with_the_rise():
