@@ -17,8 +17,9 @@ over their buses in proportion to the most each bus can shed or spill. With
 :attr:`~jaxgrid.dispatch.DCOPFParams.slack_price_rise` 0 the optimum is not unique
 there, and :func:`~jaxgrid.dispatch.dcopf` may return another split of the same cost;
 with a rise that split is the unique optimum, shed and the output not spilled each one
-sloped block whose buses all sit at the same share of their range. The reserve requirement prices all units' output alike, so it moves the
-generators' marginal costs by its price ``rho`` against shed and spill: it is solved
+sloped block whose buses all sit at the same share of their range. The reserve
+requirement prices all units' output alike, so it moves the generators' marginal costs
+by its price ``rho`` against shed and spill: it is solved
 for ``rho = 0`` and for ``rho = reserve_shortfall_price`` and the one consistent with
 its shortfall is kept.
 

@@ -9,9 +9,10 @@ LMP) and a flow row ``b (theta_f - theta_t - shift)`` per rated branch; HiGHS's
 active-set QP solver fails on that form for the larger cases with quadratic costs, so it
 serves linear costs. A piecewise-linear cost is an epigraph variable above every
 segment's line. ``slack_price_rise`` puts the rise of shed's and spill's prices across
-each bus's range in the Hessian. The problem is the one :func:`jaxgrid.dispatch.dcopf` documents: load
-shedding at a value of lost load, spilling of must-run generation, a reserve requirement
-with a priced shortfall. Used by the tests and by ``benchmarks/transmission_dispatch.py``.
+each bus's range in the Hessian. The problem is the one :func:`jaxgrid.dispatch.dcopf`
+documents: load shedding at a value of lost load, spilling of must-run generation, a
+reserve requirement with a priced shortfall. Used by the tests and by
+``benchmarks/transmission_dispatch.py``.
 """
 
 from __future__ import annotations
