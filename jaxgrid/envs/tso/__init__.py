@@ -11,7 +11,7 @@ import numpy as np
 from jaxgrid.data.simbench import simbench_profiles
 from jaxgrid.dispatch import DCOPFParams
 from jaxgrid.envs.tso import params_rules  # noqa: F401 (declares the params' ranges)
-from jaxgrid.envs.tso.baselines import all_on, merit_order
+from jaxgrid.envs.tso.baselines import all_on, merit_order, merit_order_lookahead
 from jaxgrid.envs.tso.commitment import Commitment, commit
 from jaxgrid.envs.tso.continuous import TSOContinuous
 from jaxgrid.envs.tso.env import TSO, TSOParams, TSOState
@@ -151,6 +151,7 @@ __all__ = [
     "fleet_by_class",
     "make_tso",
     "merit_order",
+    "merit_order_lookahead",
     "net_load",
     "screen_branches",
     "unit_commitment_milp",

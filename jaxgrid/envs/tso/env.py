@@ -226,13 +226,15 @@ class TSO(Environment):
         return spaces.Box(-jnp.inf, jnp.inf, (1, n))
 
     def baselines(self, params: TSOParams) -> dict:
-        """Random, all units on, and a merit-order (priority-list) commitment."""
-        from jaxgrid.envs.tso.baselines import all_on, merit_order
+        """Random, all units on, and a merit-order (priority-list) commitment for the step
+        and for the forecast's peak."""
+        from jaxgrid.envs.tso.baselines import all_on, merit_order, merit_order_lookahead
 
         return {
             **super().baselines(params),
             "all_on": all_on(self),
             "merit_order": merit_order(self, params),
+            "merit_order_lookahead": merit_order_lookahead(self, params),
         }
 
     def oracle_return(self, params: TSOParams, state: TSOState) -> float:
