@@ -4,7 +4,9 @@
 held-out days of ``params.profiles`` when there are some) and reports, averaged over
 episodes, the episode return (mean over agents), every objective summed over the
 episode, every cost summed over the episode (a violation's magnitude), the share of
-steps with any cost above 0 (``violation_rate``), and the episode mean of every per-step
+steps with any cost above 0 (``violation_rate``) and, per cost, the share of steps on which
+it is above 0 for some agent (``cost_rates``: PowerZooJax's ``thermal_violation_rate`` is
+``thermal_overload``'s), and the episode mean of every per-step
 scalar in ``info`` (for instance ``controllable``, whose mean is the controllable ratio).
 In feeder environments a step whose power flow failed ends the episode and adds to no
 physical figure: ``power_flow_failed`` is the share of all evaluated steps that failed
@@ -80,6 +82,7 @@ def episode_totals(policy: Callable, env: Environment, params: Any, k_reset, k_r
             "objectives": jnp.mean(active, axis=0),
             "costs": jnp.mean(info["costs"], axis=0),
             "violation_steps": jnp.any(info["costs"] > 0).astype(reward.dtype),
+            "cost_steps": jnp.any(info["costs"] > 0, axis=0).astype(reward.dtype),
             "steps": jnp.ones_like(live),
             "solved_steps": 1.0 - failed,
             "metrics": scalars,
@@ -113,6 +116,9 @@ def summarise(totals: dict, env: Environment) -> dict:
         "costs": dict(zip(env.cost_names, mean(totals["costs"]), strict=True)),
         # the share of all evaluated steps with some cost above 0 (pooled over episodes)
         "violation_rate": float(np.sum(totals["violation_steps"]) / np.sum(steps)),
+        "cost_rates": dict(
+            zip(env.cost_names, (np.sum(totals["cost_steps"], axis=0) / np.sum(steps)).tolist())
+        ),
         "metrics": {
             k: float(np.sum(v) / np.sum(steps)) if k == FAILED else float(np.mean(v / solved))
             for k, v in totals["metrics"].items()

@@ -61,6 +61,7 @@ def test_the_violation_rate_counts_steps_with_a_cost():
     keys = jax.vmap(jax.random.split)(jax.random.split(jax.random.PRNGKey(0), 1))
     obs, state = env.reset(keys[0, 0], params)
     with_cost = steps = 0
+    per_cost = np.zeros(len(env.cost_names))
     for key in jax.random.split(keys[0, 1], env.horizon):
         _, k_step = jax.random.split(key)
         obs, state, _, terminated, truncated, info = env.step_env(
@@ -68,10 +69,13 @@ def test_the_violation_rate_counts_steps_with_a_cost():
         )
         steps += 1
         with_cost += bool(jnp.any(info["costs"] > 0))
+        per_cost += np.any(np.asarray(info["costs"]) > 0, axis=0)
         if bool(terminated | truncated):
             break
     assert with_cost > 0  # the fill overflows at some point
     assert result["violation_rate"] == pytest.approx(with_cost / steps)
+    assert list(result["cost_rates"]) == list(env.cost_names)
+    np.testing.assert_allclose(list(result["cost_rates"].values()), per_cost / steps)
 
 
 def test_bootstrap_interval_of_a_mean():
