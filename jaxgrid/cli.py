@@ -167,6 +167,8 @@ def _run_config(args):
             fields[name] = getattr(args, name)
     if args.no_mpc:
         fields["eval_mpc"] = False
+    if args.residual is not None:
+        fields["residual"] = args.residual
     if args.total_steps is not None:
         settings["total_steps"] = args.total_steps
     if args.weights:
@@ -195,6 +197,11 @@ def _run_config(args):
         config = RunConfig(**fields)
     except (TypeError, ValueError) as e:
         raise UserError(str(e)) from None
+    if config.residual is not None:
+        try:
+            config.make_env()
+        except ValueError as e:  # names the baselines the environment has
+            raise UserError(f"--residual: {e}") from None
     if config.settings["cost_budgets"]:
         costs = config.make_env()[0].cost_names
         unknown = [n for n, _ in config.settings["cost_budgets"] if n not in costs]
@@ -452,6 +459,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--checkpoint-every", type=_at_least(0), help="updates between checkpoints (0: at the end)"
     )
     train.add_argument("--eval-episodes", type=_at_least(1), help="held-out episodes per policy")
+    train.add_argument(
+        "--residual",
+        metavar="BASELINE",
+        help="learn a correction added to this baseline's action (residual RL; Box actions)",
+    )
     train.add_argument(
         "--no-mpc",
         action="store_true",

@@ -65,6 +65,7 @@ from jaxgrid.train.lock import RunLock
 from jaxgrid.train.logger import MetricsLogger, read_metrics
 from jaxgrid.train.stress import bootstrap_ci, stress_splits
 from jaxgrid.train.sweep import Sweep, with_weights
+from jaxgrid.wrappers import ResidualAction
 
 
 class Algorithm(NamedTuple):
@@ -119,6 +120,10 @@ class RunConfig:
             entries); empty: the environment's own.
         cost_penalty: ``{cost name: weight}`` subtracted from the reward (scenario files'
             ``[reward] cost_penalty``); empty: costs stay out of the reward.
+        residual: the name of a baseline of the environment: the policy learns a
+            correction added to that baseline's action
+            (:class:`~jaxgrid.wrappers.ResidualAction`; Box actions); ``None``: the
+            whole action. The evaluation's baselines play as they do unwrapped.
     """
 
     env: str
@@ -137,6 +142,7 @@ class RunConfig:
     actions: list = dataclasses.field(default_factory=list)
     agents: list = dataclasses.field(default_factory=list)
     cost_penalty: dict = dataclasses.field(default_factory=dict)
+    residual: str | None = None
 
     def __post_init__(self):
         if self.algo not in ALGOS:
@@ -167,8 +173,10 @@ class RunConfig:
 
     def make_env(self):
         """``(env, params)`` of the run: the registered environment with ``env_kwargs``,
-        wrapped in its declared observations, actions and agents."""
+        wrapped in its residual actions and its declared observations, actions and agents."""
         env, params = jaxgrid.make(self.env, **self.env_kwargs)
+        if self.residual is not None:
+            env = ResidualAction(env, params, self.residual)
         env = declared(env, params, self.observations, self.actions, self.agents)
         if self.cost_penalty:
             sc = env.scalarisation(params)

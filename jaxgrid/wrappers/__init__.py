@@ -1,6 +1,6 @@
 """Wrappers: episode logging, a centralised single-agent view, observation normalisation
 and flattening, a fixed reward scalarisation, declared observations and actions, devices grouped into
-agents, Sauté safety budgets, forecasts of the exogenous series."""
+agents, Sauté safety budgets, forecasts of the exogenous series, residual actions on a baseline."""
 
 from jaxgrid.wrappers.base import Wrapper
 from jaxgrid.wrappers.centralised import CentralisedWrapper
@@ -10,6 +10,7 @@ from jaxgrid.wrappers.forecast import Forecast, ForecastParams
 from jaxgrid.wrappers.groups import GroupAgents
 from jaxgrid.wrappers.log import LogState, LogWrapper
 from jaxgrid.wrappers.normalize import NormalizeObservation, NormalizeState
+from jaxgrid.wrappers.residual import ResidualAction
 from jaxgrid.wrappers.saute import Saute, SauteParams, SauteState
 from jaxgrid.wrappers.scalarise import ScalariseReward
 
@@ -26,6 +27,7 @@ __all__ = [
     "NormalizeObservation",
     "NormalizeState",
     "ObservationEntry",
+    "ResidualAction",
     "Saute",
     "SauteParams",
     "SauteState",
