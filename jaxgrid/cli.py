@@ -167,6 +167,8 @@ def _run_config(args):
             fields[name] = getattr(args, name)
     if args.no_mpc:
         fields["eval_mpc"] = False
+    if args.no_oracle:
+        fields["eval_oracle"] = False
     if args.residual is not None:
         fields["residual"] = args.residual
     if args.total_steps is not None:
@@ -278,7 +280,8 @@ def _eval(args) -> int:
     from jaxgrid.train.run import evaluate_run, format_table
 
     mpc = False if args.no_mpc else None
-    print(format_table(evaluate_run(args.run, args.episodes, args.stress, mpc)))
+    with_oracle = False if args.no_oracle else None
+    print(format_table(evaluate_run(args.run, args.episodes, args.stress, mpc, with_oracle)))
     return 0
 
 
@@ -471,6 +474,11 @@ def build_parser() -> argparse.ArgumentParser:
         "every step: slow on the larger feeders)",
     )
     train.add_argument(
+        "--no-oracle",
+        action="store_true",
+        help="leave the perfect-foresight optimum out of the evaluation (a MILP a day on tso*)",
+    )
+    train.add_argument(
         "--no-progress",
         action="store_true",
         help="no progress bar or lines (a bar on a terminal, else a line every 5 s)",
@@ -489,6 +497,11 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--episodes", type=_at_least(1), help="held-out episodes per policy")
     evaluate.add_argument(
         "--no-mpc", action="store_true", help="leave the model-predictive baselines out"
+    )
+    evaluate.add_argument(
+        "--no-oracle",
+        action="store_true",
+        help="leave the perfect-foresight optimum out of the evaluation (a MILP a day on tso*)",
     )
     evaluate.add_argument(
         "--stress",

@@ -112,6 +112,9 @@ class RunConfig:
         apg: :class:`~jaxgrid.train.apg.APGConfig` fields of ``apg`` and ``iapg``, likewise.
         checkpoint_every: updates between checkpoints (0: only at the end).
         eval_episodes: held-out episodes per member and per baseline.
+        eval_oracle: evaluate the perfect-foresight optimum too, where the environment has
+            one; it is solved on the host for each episode (``tso118-v0``: a MILP a day,
+            seconds to minutes each).
         eval_mpc: evaluate the baselines that plan on the state (``mpc``) too; they plan
             at every step of every episode, so on ``ders141-v0`` they take longer than
             the training.
@@ -138,6 +141,7 @@ class RunConfig:
     checkpoint_every: int = 0
     eval_episodes: int = 32
     eval_mpc: bool = True
+    eval_oracle: bool = True
     observations: list = dataclasses.field(default_factory=list)
     actions: list = dataclasses.field(default_factory=list)
     agents: list = dataclasses.field(default_factory=list)
@@ -479,18 +483,24 @@ def train_run(
 
 
 def evaluate_run(
-    out, episodes: int | None = None, stress: bool = False, mpc: bool | None = None
+    out,
+    episodes: int | None = None,
+    stress: bool = False,
+    mpc: bool | None = None,
+    with_oracle: bool | None = None,
 ) -> dict:
     """Evaluate the newest intact checkpoint of the run in ``out``; writes ``eval.json``
     (with ``stress``, also on every out-of-distribution split of
-    :mod:`jaxgrid.train.stress`). ``episodes`` and ``mpc`` override the run's
-    ``eval_episodes`` and ``eval_mpc``."""
+    :mod:`jaxgrid.train.stress`). ``episodes``, ``mpc`` and ``with_oracle`` override the
+    run's ``eval_episodes``, ``eval_mpc`` and ``eval_oracle``."""
     out = Path(out)
     config = read_config(out)
     if episodes is not None:
         config.eval_episodes = episodes
     if mpc is not None:
         config.eval_mpc = mpc
+    if with_oracle is not None:
+        config.eval_oracle = with_oracle
     run = Run(config)
     checkpoints = Checkpoints(out / "checkpoints")
     _, runners = checkpoints.restore_newest(run.fresh_runners())
@@ -530,7 +540,7 @@ def evaluate_runners(run: Run, runners: Any, stress: bool = False) -> dict:
         report = score(
             policies,
             evaluate_baselines(env, params, key, episodes, controllers=config.eval_mpc),
-            oracle(env, params, key, episodes),
+            oracle(env, params, key, episodes) if config.eval_oracle else None,
         )
         seed_scores = list(report["scores"].values())
         report["policy"] = _mean_results(list(policies.values()))

@@ -99,6 +99,11 @@ def test_interrupted_run_resumes_to_the_uninterrupted_result(tmp_path, capsys):
     assert "policy (mean over seeds)" in capsys.readouterr().out
     reevaluated = json.loads((whole / "eval.json").read_text())
     assert reevaluated["scenarios"][0]["scores"] == pytest.approx(scenario["scores"], rel=1e-5)
+    # without the oracle: the best baseline is the score's 1
+    assert main(["eval", "--run", str(whole), "--no-oracle"]) == 0
+    assert "| oracle |" not in capsys.readouterr().out
+    without = json.loads((whole / "eval.json").read_text())["scenarios"][0]
+    assert without["oracle_return"] is None and without["score_best"] != "oracle"
 
     # the three runs of one config in this process, the resumed one included (arrays
     # restored from a checkpoint), compiled the training program once
@@ -300,3 +305,11 @@ def test_no_mpc_leaves_the_controllers_out_of_a_runs_evaluation():
     args = build_parser().parse_args(["train", "--env", "arbitrage-v0", "--no-mpc"])
     assert _run_config(args).eval_mpc is False
     assert _run_config(build_parser().parse_args(["train", "--env", "arbitrage-v0"])).eval_mpc
+
+
+def test_no_oracle_leaves_the_optimum_out_of_a_runs_evaluation():
+    from jaxgrid.cli import _run_config, build_parser
+
+    args = build_parser().parse_args(["train", "--env", "arbitrage-v0", "--no-oracle"])
+    assert _run_config(args).eval_oracle is False
+    assert _run_config(build_parser().parse_args(["train", "--env", "arbitrage-v0"])).eval_oracle
