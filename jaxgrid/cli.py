@@ -199,13 +199,15 @@ def _run_config(args):
         config = RunConfig(**fields)
     except (TypeError, ValueError) as e:
         raise UserError(str(e)) from None
-    if config.residual is not None:
-        try:
-            config.make_env()
-        except ValueError as e:  # names the baselines the environment has
-            raise UserError(f"--residual: {e}") from None
-    if config.settings["cost_budgets"]:
+    if config.residual is None and not config.settings["cost_budgets"]:
+        return config
+    try:
         costs = config.make_env()[0].cost_names
+    except ValueError as e:  # an unknown baseline to add residuals to: names those there are
+        if config.residual is None:
+            raise
+        raise UserError(f"--residual: {e}") from None
+    if config.settings["cost_budgets"]:
         unknown = [n for n, _ in config.settings["cost_budgets"] if n not in costs]
         if unknown:
             raise UserError(

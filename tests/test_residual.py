@@ -46,7 +46,9 @@ def test_residuals_reach_both_ends_of_the_box():
     space = wrapped.action_space(params)
     np.testing.assert_array_equal(space.low, -2.0)  # [-1, 1] -> [-2, 2]
     np.testing.assert_array_equal(space.high, 2.0)
-    _, state = env.reset(KEY, params)
+    obs, state = env.reset(KEY, params)
+    listed = np.asarray(env.request(env.baselines(params)["merit_order"](KEY, obs))[0])
+    assert listed.any() and not listed.all()  # a correction must turn units on and off
     for end in (-1.0, 1.0):  # every unit requested off, then on, whatever the list says
         shape = space.shape
         got = wrapped.step_env(KEY, state, jnp.full(shape, 2.0 * end), params)

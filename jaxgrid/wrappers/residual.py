@@ -12,8 +12,8 @@ correction of the priority list starts at the priority list's cost.
 baseline action), and the environment receives ``clip(baseline(obs) + a, low, high)``,
 with ``obs`` the observation the agent acted on. The baselines of the wrapped
 environment become residuals too: ``p(obs) - baseline(obs)`` for each of its baselines
-``p``, so that the residual of ``baseline`` itself is 0 and every baseline plays as it
-did unwrapped (controllers that plan on the state are left out), and the wrapped
+``p``, so that the residual of ``baseline`` itself is 0 and, where ``baseline`` is
+deterministic (it reads only the observation), every baseline plays as it did unwrapped (controllers that plan on the state are left out), and the wrapped
 environment's perfect-foresight optimum is the wrapper's.
 """
 

@@ -49,8 +49,9 @@ def test_wrapped_params_are_changed_inside_and_splits_that_do_not_apply_are_left
     assert list(stress_splits(tanks.default_params())) == ["in_distribution"]
 
 
-def test_the_violation_rate_counts_steps_with_a_cost():
-    env = toy_envs.Tanks(num_agents=2, horizon=10)
+@pytest.mark.parametrize("toy", [toy_envs.Tanks, toy_envs.Collapses])
+def test_the_violation_rate_counts_steps_with_a_cost(toy):
+    env = toy(num_agents=2, horizon=10)
     params = env.default_params()
 
     def fill(key, obs):
@@ -75,6 +76,8 @@ def test_the_violation_rate_counts_steps_with_a_cost():
     assert with_cost > 0  # the fill overflows at some point
     assert result["violation_rate"] == pytest.approx(with_cost / steps)
     assert list(result["cost_rates"]) == list(env.cost_names)
+    if len(per_cost) > 1:  # costs on different steps: a rate pooled over costs would differ
+        assert np.any(per_cost != with_cost)
     np.testing.assert_allclose(list(result["cost_rates"].values()), per_cost / steps)
 
 
