@@ -260,6 +260,32 @@ def test_oracle_beats_the_baselines_and_obeys_every_rule(tso14):
     assert env.oracle_return(params, state) == pytest.approx(-best.total_cost / 1000)
 
 
+def test_the_oracle_starts_from_a_given_commitment(tso14):
+    """With 50 ms, too little to find a schedule of its own on this machine (measured: it
+    raised), HiGHS returns the given all-on commitment's schedule or a better one, and it
+    obeys every rule."""
+    env, params = tso14
+    _, state = env.reset(jax.random.PRNGKey(3), params)
+    on = np.ones((env.horizon, env.n_gen), bool)
+    s = day_oracle(env, params, int(state.start), time_limit_s=0.05, warm_start=on)
+    check_schedule(env, params, s)
+    cost, _ = run_day(env, params, state, env.baselines(params)["all_on"])
+    assert s.total_cost <= cost * (1 + 1e-4)
+
+
+def test_an_oracle_cut_short_by_its_time_limit_says_so(tso14, monkeypatch):
+    import jaxgrid.envs.tso.oracle as module
+
+    env, params = tso14
+    _, state = env.reset(jax.random.PRNGKey(3), params)
+    solve = module.day_oracle
+    on = np.ones((env.horizon, env.n_gen), bool)
+    rushed = lambda *a, **k: solve(*a, time_limit_s=0.05, warm_start=on, **k)  # noqa: E731
+    monkeypatch.setattr(module, "day_oracle", rushed)
+    with pytest.warns(UserWarning, match="stopped at its time limit"):
+        env.oracle_return(params, state)
+
+
 def test_the_lookahead_list_commits_for_the_forecast_peak(tso14):
     env, params = tso14
     obs, _ = env.reset(KEY, params)

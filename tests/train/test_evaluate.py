@@ -14,7 +14,14 @@ import numpy as np
 import pytest
 from toy_envs import Collapses, Doors, Tanks
 
-from jaxgrid.train.evaluate import batch_totals, compare, evaluate, evaluate_baselines, score
+from jaxgrid.train.evaluate import (
+    batch_totals,
+    compare,
+    evaluate,
+    evaluate_baselines,
+    oracle,
+    score,
+)
 
 KEY = jax.random.PRNGKey(5)
 
@@ -48,6 +55,28 @@ def test_score_places_the_policy_between_random_and_the_oracle():
     assert report["oracle_return"] == 6.0
     assert report["score_reference"] == "random" and report["score_best"] == "oracle"
     assert report["score"] == pytest.approx((4.0 - random_return) / (6.0 - random_return))
+
+
+def test_the_oracle_solves_each_initial_state_once():
+    """Doors starts every episode in one state: one solve for five episodes; Tanks draws
+    its levels: a solve per episode, each returning its own value."""
+    solved = []
+
+    def counting(cls):
+        class Counted(cls):
+            def oracle_return(self, params, state):
+                solved.append(state)
+                return float(len(solved))
+
+        return Counted()
+
+    env = counting(Doors)
+    assert oracle(env, env.default_params(), KEY, episodes=5) == 1.0
+    assert len(solved) == 1
+    solved.clear()
+    env = counting(Tanks)
+    assert oracle(env, env.default_params(), KEY, episodes=5) == pytest.approx(3.0)  # 1..5
+    assert len(solved) == 5
 
 
 def test_score_without_oracle_uses_the_best_baseline():

@@ -51,6 +51,8 @@ of its rating that serves the first step's net load (clipped to its output range
 
 from __future__ import annotations
 
+import warnings
+
 import jax.numpy as jnp
 import numpy as np
 from flax import struct
@@ -241,12 +243,19 @@ class TSO(Environment):
         """The perfect-foresight optimum of the day from ``state`` (an unbatched reset
         state), for the default reward (both objectives, equal weights): the
         unit-commitment MILP of :mod:`.oracle`."""
-        from jaxgrid.envs.tso.oracle import day_oracle
+        from jaxgrid.envs.tso.oracle import MIP_REL_GAP, day_oracle
 
         weights = np.asarray(params.scalarisation.weights)
         if not np.allclose(weights, 1.0) or params.scalarisation.cost_weights is not None:
             raise ValueError("the unit-commitment oracle knows only the default reward")
-        return -day_oracle(self, params, int(state.start)).total_cost / KILO
+        day = day_oracle(self, params, int(state.start))
+        if day.mip_gap > MIP_REL_GAP:
+            warnings.warn(
+                f"the unit-commitment oracle of the day from profile row {int(state.start)} "
+                f"stopped at its time limit {100 * day.mip_gap:.1f} % above its proven bound",
+                stacklevel=2,
+            )
+        return -day.total_cost / KILO
 
     def observe(self, state: TSOState, params: TSOParams):
         u = params.units
