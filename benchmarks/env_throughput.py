@@ -57,9 +57,20 @@ def measure_env(env, params, num_envs: int, steps: int, repeats: int, batch: boo
     ``step(key, state, action, params)`` and ``action_space(params).sample(key)`` (a peer's
     too), stepped by ``jax.vmap(env.step)`` (or ``env.step_batch``) in a jitted scan; every
     observation and reward leaf is consumed."""
+    import numpy as np
+
+    timed_run, compile_s = prepare_env(env, params, num_envs, steps, batch)
+    times = [timed_run(2 + r) for r in range(repeats)]
+    return num_envs * steps / float(np.median(times)), compile_s
+
+
+def prepare_env(env, params, num_envs: int, steps: int, batch: bool = False):
+    """``(timed_run, compile s)``: the compiled rollout of :func:`measure_env`, and
+    ``timed_run(seed)``, the seconds of one run of it on actions drawn from ``seed``
+    (drawn before the clock starts), so that callers can interleave two environments'
+    runs."""
     import jax
     import jax.numpy as jnp
-    import numpy as np
     from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
     space = env.action_space(params)
@@ -95,21 +106,22 @@ def measure_env(env, params, num_envs: int, steps: int, repeats: int, batch: boo
     _, state = jax.jit(jax.vmap(env.reset, in_axes=(0, None)))(
         jax.random.split(jax.random.PRNGKey(0), num_envs), params
     )
-    state = place(state, PartitionSpec("envs"))
+    state = [place(state, PartitionSpec("envs"))]
     rollout = jax.jit(run)
     actions, keys = place(draws(jax.random.PRNGKey(1)), PartitionSpec(None, "envs"))
     t0 = time.perf_counter()
-    state, _ = jax.block_until_ready(rollout(state, actions, keys))
+    state[0], _ = jax.block_until_ready(rollout(state[0], actions, keys))
     compile_s = time.perf_counter() - t0
-    times = []
-    for r in range(repeats):
+
+    def timed_run(seed: int) -> float:
         actions, keys = jax.block_until_ready(
-            place(draws(jax.random.PRNGKey(2 + r)), PartitionSpec(None, "envs"))
+            place(draws(jax.random.PRNGKey(seed)), PartitionSpec(None, "envs"))
         )
         t0 = time.perf_counter()
-        state, _ = jax.block_until_ready(rollout(state, actions, keys))
-        times.append(time.perf_counter() - t0)
-    return num_envs * steps / float(np.median(times)), compile_s
+        state[0], _ = jax.block_until_ready(rollout(state[0], actions, keys))
+        return time.perf_counter() - t0
+
+    return timed_run, compile_s
 
 
 def main(argv=None) -> int:

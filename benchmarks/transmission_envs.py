@@ -4,6 +4,8 @@ its GenCos market, at 1, 64, 256 and 1024 environments.
 
     python benchmarks/transmission_envs.py --powerzoojax PATH [--quick] [--batches N ...]
         [--out FILE]
+    python benchmarks/transmission_envs.py --powerzoojax PATH --paired ROUNDS [--days D]
+        [--envs NAME ...] [--batches N ...]
 
 ``PATH`` is a checkout of PowerZooJax (not on PyPI: ``git clone
 https://github.com/powerzoojax/PowerZooJax``); without it only jaxgrid's rows are run.
@@ -25,6 +27,13 @@ the numbers. The dispatch of jaxgrid's environments is exact (the copper plate w
 no line binds, the binding lines' certified prices where a few do, the interior point to
 HiGHS's optimum for the rest, ``tests/dispatch``); PowerZooJax's ADMM stops at its iteration count
 (its accuracy against HiGHS: ``benchmarks/transmission_dispatch.py``).
+
+With ``--paired ROUNDS`` each environment and its peer are compiled side by side and
+their timed runs alternate (``ROUNDS`` of each, ``D`` days a run): the table gives both
+medians and the median and range of the per-round ratios, so that a slower or faster
+spell of a shared machine moves both sides of a ratio alike. At one environment a day
+runs in milliseconds, where one run's timing moved the ratio by more than the 3x goal's
+margin between sessions.
 """
 
 from __future__ import annotations
@@ -34,9 +43,10 @@ import sys
 import warnings
 from pathlib import Path
 
-from env_throughput import measure, measure_env
+from env_throughput import measure, measure_env, prepare_env
 from timing import add_row, emit_table
 
+ENVS = ("tso118-v0", "gencos5-v0")
 BATCHES = (1, 64, 256, 1024)
 STEPS = 48  # one day of half-hour steps
 
@@ -93,6 +103,40 @@ def _peers(path):
     }
 
 
+def _paired(peers, names, batches, rounds: int, days: int) -> list[str]:
+    """The table of ``--paired`` (module docstring)."""
+    import jax
+    import numpy as np
+
+    import jaxgrid
+
+    steps = STEPS * days
+    lines = [
+        f"env-steps/s on {jax.devices()[0].device_kind} ({len(jax.devices())} XLA devices), "
+        f"`jax.vmap(env.step)`, runs of {steps} steps, {rounds} rounds of one run each, "
+        "alternating; ratio: jaxgrid / peer, per round.",
+        "",
+        "| environment | envs | jaxgrid | peer | ratio, median | ratio, range |",
+        "|---|---|---|---|---|---|",
+    ]
+    for name in names:
+        label, peer, peer_params = peers[name]
+        env, params = jaxgrid.make(name)
+        for b in batches:
+            ours, _ = prepare_env(env, params, b, steps)
+            theirs, _ = prepare_env(peer, peer_params, b, steps)
+            times = np.array([(ours(2 + r), theirs(2 + r)) for r in range(rounds)])
+            rate = b * steps / times  # (rounds, 2)
+            ratio = rate[:, 0] / rate[:, 1]
+            ours_rate, theirs_rate = np.median(rate, axis=0)
+            add_row(
+                lines,
+                f"| `{name}` vs {label} | {b} | {ours_rate:.3g} | {theirs_rate:.3g} | "
+                f"{np.median(ratio):.2f} | {ratio.min():.2f}-{ratio.max():.2f} |",
+            )
+    return lines
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -103,11 +147,23 @@ def main(argv=None) -> int:
         "--batches", type=int, nargs="+", default=list(BATCHES), help="numbers of environments"
     )
     parser.add_argument("--out", help="also write the table to this markdown file")
+    parser.add_argument(
+        "--paired", type=int, metavar="ROUNDS", help="interleave each env's runs with its peer's"
+    )
+    parser.add_argument("--days", type=int, default=1, help="days a run (with --paired)")
+    parser.add_argument(
+        "--envs", nargs="+", default=list(ENVS), choices=ENVS, help="environments to run"
+    )
     args = parser.parse_args(argv)
     warnings.simplefilter("ignore")
     import jax
 
     peers = _peers(args.powerzoojax) if args.powerzoojax else {}
+    if args.paired:
+        if not peers:
+            parser.error("--paired needs --powerzoojax")
+        emit_table(_paired(peers, args.envs, args.batches, args.paired, args.days), args.out)
+        return 0
     batches = args.batches
     repeats = 3 if args.quick else 7
     lines = [
@@ -118,7 +174,7 @@ def main(argv=None) -> int:
         "| environment | " + " | ".join(f"{b} envs" for b in batches) + " | compile s |",
         "|---|" + "---|" * (len(batches) + 1),
     ]
-    for name in ("tso118-v0", "gencos5-v0"):
+    for name in args.envs:
         runs = [(f"jaxgrid `{name}`", lambda b, name=name: measure(name, {}, b, STEPS, repeats))]
         if name in peers:
             label, env, params = peers[name]
