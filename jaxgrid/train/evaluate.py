@@ -141,25 +141,35 @@ def evaluate(
     return summarise(run(key), env)
 
 
-def oracle(env: Environment, params: Any, key, episodes: int = 32, test_days: bool = True):
+def oracle(
+    env: Environment,
+    params: Any,
+    key,
+    episodes: int = 32,
+    test_days: bool = True,
+    progress: Callable[[int, int], None] | None = None,
+):
     """Mean perfect-foresight return over the episodes :func:`evaluate` runs, or ``None``;
     each distinct initial state solved once (``tso118-v0``'s 32 held-out episodes start on
-    25 days, each a MILP of one to several minutes)."""
+    25 days, each a MILP of one to several minutes), ``progress(solved, distinct)`` called
+    after each."""
     params = held_out(params) if test_days else params
     starts = jax.device_get(
         jax.vmap(env.reset, (0, None))(_episode_keys(key, episodes)[0], params)[1]
     )
-    solved = {}  # episodes that start in the same state share their optimum
-    returns = []
-    for i in range(episodes):
-        state = jax.tree_util.tree_map(lambda x, i=i: x[i], starts)
-        same = tuple(np.asarray(x).tobytes() for x in jax.tree_util.tree_leaves(state))
-        if same not in solved:
-            solved[same] = env.oracle_return(params, state)
-        if solved[same] is None:
+    states = [jax.tree_util.tree_map(lambda x, i=i: x[i], starts) for i in range(episodes)]
+    same = [tuple(np.asarray(x).tobytes() for x in jax.tree_util.tree_leaves(s)) for s in states]
+    first = {}  # episodes that start in the same state share their optimum
+    for state, k in zip(states, same, strict=True):
+        first.setdefault(k, state)
+    best = {}
+    for solved, (k, state) in enumerate(first.items(), 1):
+        best[k] = env.oracle_return(params, state)
+        if best[k] is None:
             return None
-        returns.append(solved[same])
-    return float(np.mean(returns))
+        if progress is not None:
+            progress(solved, len(first))
+    return float(np.mean([best[k] for k in same]))
 
 
 def compare(policy: Callable, env: Environment, params: Any, key, episodes: int = 32) -> dict:

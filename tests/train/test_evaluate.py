@@ -75,8 +75,11 @@ def test_the_oracle_solves_each_initial_state_once():
     assert len(solved) == 1
     solved.clear()
     env = counting(Tanks)
-    assert oracle(env, env.default_params(), KEY, episodes=5) == pytest.approx(3.0)  # 1..5
+    calls = []
+    mean = oracle(env, env.default_params(), KEY, episodes=5, progress=lambda *a: calls.append(a))
+    assert mean == pytest.approx(3.0)  # 1..5
     assert len(solved) == 5
+    assert calls == [(1, 5), (2, 5), (3, 5), (4, 5), (5, 5)]
 
 
 def test_score_without_oracle_uses_the_best_baseline():
