@@ -20,7 +20,7 @@ with ``p_0`` the environment's initial output. Cost curves are linearised by sec
 ``segments`` equal pieces of ``[pmin, pmax]`` (never below the curve); the reported cost
 evaluates the schedule with the exact curves. Solved with HiGHS through ``highspy`` on
 the host (``scipy.optimize.milp`` runs the same HiGHS but takes neither a starting
-commitment nor its heuristic effort): well under a second on case14, one to several
+commitment nor its heuristic effort): seconds on case14, one to several
 minutes a day on case118.
 """
 
@@ -36,7 +36,7 @@ import scipy.sparse as sp
 from jaxgrid.envs.tso.net_load import net_load
 from jaxgrid.grid.sensitivity import ptdf, shift_flow_mw
 
-MIP_REL_GAP = 5e-3  # HiGHS stops within 0.5 % of its proven bound (a case118 day: 1-2 min)
+MIP_REL_GAP = 5e-3  # HiGHS stops within 0.5 % of its bound (case118: minutes a day)
 
 
 class DaySchedule(NamedTuple):
