@@ -87,9 +87,11 @@ def binding_lines_dispatch(
     """The DC-OPF by Newton's method on the prices of the balance and of at most
     ``slots`` binding lines (see the module docstring; the other arguments are
     :func:`~jaxgrid.dispatch.dcopf`'s), with ``converged`` its certificate of
-    optimality. ``plate`` is :func:`copper_plate_dispatch`'s result for the same
-    arguments, where the caller has it (its energy price is the start, its reserve
-    price is kept); else it is computed here."""
+    optimality. ``plate`` is where the search starts, its energy price and reserve
+    price (kept), for the same arguments: :func:`copper_plate_dispatch`'s result where
+    the caller has it (computed here otherwise), or another stage's solution, whose
+    ``slots`` lines of largest price start in the slots at their prices (the interior
+    point's result, polished by :func:`~jaxgrid.dispatch.dcopf_with_fallback`)."""
     params = DCOPFParams() if params is None else params
     if plate is None:
         plate = copper_plate_dispatch(
@@ -117,7 +119,10 @@ def binding_lines_dispatch(
     shift = d.shift[d.monitored]
     n_seg = d.width.shape[-1]
     block_bus = jnp.repeat(network.gen_bus, n_seg)
-    rho = plate.reserve_price
+    # the reserve's price, 0 where it is round-off of the start's prices (an interior
+    # point's is never exactly 0, and a positive price asks for a shortfall)
+    start_scale = jnp.maximum(1.0, jnp.max(jnp.abs(plate.lmp)))
+    rho = jnp.where(plate.reserve_price > 1e-6 * start_scale, plate.reserve_price, 0.0)
     start = d.slope.reshape(-1) + rho
     rise = d.curvature.reshape(-1)
     width = d.width.reshape(-1)
@@ -244,8 +249,20 @@ def binding_lines_dispatch(
         p = jax.lax.fori_loop(0, newton_steps, lambda _, q: newton(q, slots_), p)
         return (p, pick), None
 
-    p0 = jnp.concatenate([plate.lmp_energy[None], jnp.zeros(slots, dtype)])
-    init = (p0, jnp.zeros((slots, len(rating)), dtype))
+    # the start's binding lines (none on a copper plate): of the lines at their rating,
+    # the ``slots`` of largest price above round-off, each on the side its price holds
+    # (an interior point prices lines short of their rating at ~0.1 in float32)
+    monitored_at = jnp.asarray(d.monitored)
+    mu0 = -plate.line_price[monitored_at]
+    mu0 = jnp.where(line_on & plate.line_at_limit[monitored_at], mu0, 0.0)
+    top, first = jax.lax.top_k(jnp.abs(mu0), min(slots, len(rating)))
+    held0 = top > 1e-6 * start_scale
+    pad = slots - len(top)
+    held0 = jnp.concatenate([held0, jnp.zeros(pad, bool)])
+    first = jnp.concatenate([first, jnp.zeros(pad, first.dtype)])
+    p0 = jnp.concatenate([plate.lmp_energy[None], jnp.where(held0, mu0[first], 0.0)])
+    pick0 = jax.nn.one_hot(first, len(rating), dtype=dtype) * -jnp.sign(mu0[first])[:, None]
+    init = (p0, jnp.where(held0[:, None], pick0, 0.0))
     (p, pick), _ = jax.lax.scan(round_, init, None, length=rounds)
 
     slots_ = slotted(pick)

@@ -286,17 +286,13 @@ def test_an_oracle_cut_short_by_its_time_limit_says_so(tso14, monkeypatch):
         env.oracle_return(params, state)
 
 
-def test_a_float32_dispatch_that_stalls_near_its_optimum_is_accepted():
-    """A merit-order step of a held-out day (``tso118-v0``, 39 MW shed behind binding
-    lines, prices near the value of lost load) where float32's interior point stalls with
-    a dual residual near 1 currency/MWh, above the loose tolerance (0.6): it converges
-    under the float32 dual tolerance, and its dispatch is float64's: cost within 1e-5,
-    outputs within 0.01 MW, prices within the dual tolerance (10 currency/MWh of about
-    10,000; measured 1-2.4)."""
+def _captured_dispatch(file: str):
+    """The DC-OPF of a captured ``tso118-v0`` step (held-out day; state, commitment request
+    and dispatch adjustment in ``file``), solved in float32 and in float64."""
     from jaxgrid.envs.tso.env import TSOState
     from jaxgrid.train.evaluate import held_out
 
-    data = np.load(Path(__file__).parent / "tso118_float32_stall.npz")
+    data = np.load(Path(__file__).parent / file)
 
     def dispatch():
         env, params = jaxgrid.make("tso118-v0")
@@ -314,11 +310,53 @@ def test_a_float32_dispatch_that_stalls_near_its_optimum_is_accepted():
     single = dispatch()
     with x64():
         double = dispatch()
+    return single, double
+
+
+def test_a_float32_dispatch_that_stalls_near_its_optimum_is_accepted():
+    """A merit-order step of a held-out day (``tso118-v0``, 39 MW shed behind binding
+    lines, prices near the value of lost load) where float32's interior point stalls with
+    a dual residual near 1 currency/MWh, above the loose tolerance (0.6): it converges
+    under the float32 dual tolerance, and its dispatch is float64's: cost within 1e-5,
+    outputs within 0.01 MW, prices within the dual tolerance (10 currency/MWh of about
+    10,000; measured 1-2.4)."""
+    single, double = _captured_dispatch("tso118_float32_stall.npz")
     assert double.converged and double.shed_mw.sum() > 30.0
     assert single.converged and single.dual_residual > 0.6
     assert single.cost == pytest.approx(double.cost, rel=1e-5)
     np.testing.assert_allclose(single.pg_mw, double.pg_mw, atol=0.01)
     np.testing.assert_allclose(single.lmp, double.lmp, atol=10.0)
+    assert np.abs(double.lmp).max() > 9000.0
+
+
+def test_a_float32_dispatch_keeps_its_last_converged_iterate():
+    """A merit-order step of a held-out day (``tso118-v0``, 126 MW shed) where float32's
+    interior point meets its tolerances before its last iteration and then drifts away
+    (dual residual 12 currency/MWh after 30 iterations, 30-560 with more): the last
+    iterate that met them is the result, and it is float64's dispatch (cost within 5e-5,
+    measured 1.4e-5; outputs within 0.01 MW; prices within 10 of about 10,000)."""
+    single, double = _captured_dispatch("tso118_float32_best_iterate.npz")
+    assert double.converged and double.shed_mw.sum() > 100.0
+    assert single.converged and single.iterations == 30
+    assert single.cost == pytest.approx(double.cost, rel=5e-5)
+    np.testing.assert_allclose(single.pg_mw, double.pg_mw, atol=0.01)
+    np.testing.assert_allclose(single.lmp, double.lmp, atol=10.0)
+    assert np.abs(double.lmp).max() > 9000.0
+
+
+def test_an_unconverged_float32_dispatch_is_polished_by_the_binding_lines():
+    """A merit-order step of a held-out day (``tso118-v0``, 24 MW shed behind one binding
+    line) where float32's interior point ends with a dual residual of 35 currency/MWh,
+    never within its tolerances: the binding lines' Newton steps from its prices certify
+    the optimum, which is float64's (prices within 0.1 currency/MWh of about 10,000,
+    outputs within 0.01 MW)."""
+    single, double = _captured_dispatch("tso118_float32_polish.npz")
+    assert double.converged and double.shed_mw.sum() > 20.0
+    assert single.converged and single.dual_residual == 0.0  # certified, not iterated
+    assert single.cost == pytest.approx(double.cost, rel=1e-4)
+    np.testing.assert_allclose(single.pg_mw, double.pg_mw, atol=0.01)
+    np.testing.assert_allclose(single.shed_mw, double.shed_mw, atol=0.01)
+    np.testing.assert_allclose(single.lmp, double.lmp, atol=0.1)
     assert np.abs(double.lmp).max() > 9000.0
 
 
