@@ -281,8 +281,9 @@ def dual_tolerance(dtype) -> float:
     binding lines stall with their dual residual at 0.7-26 currency/MWh while the primal
     residual is within 2e-4 MW and the complementarity within tolerance (50 of 1,536
     held-out steps, 3.3 %); the loose tolerance (6e-5, 0.6 currency/MWh) reported each as a
-    failure, ending its episode. At this tolerance 17 steps fail (1.1 %), and 9 (0.6 %)
-    with the last iterate that met the tolerances kept (:func:`_interior_point`). On one
+    failure, ending its episode. At this tolerance 17 steps fail (1.1 %); 9 (0.6 %) where
+    the interior point returns the last iterate that met its tolerances, 2 with the
+    polish of :func:`~jaxgrid.dispatch.dcopf_with_fallback`. On one
     accepted step (39 MW shed) the dispatch is float64's to 3e-6 in cost and 3e-4 MW in
     every output, its prices within 2.4 currency/MWh of about 10,000.
     """
