@@ -953,15 +953,21 @@ def _interior_point(p: _Problem, iterations: int) -> _Solution:
             1.0 + jnp.abs(objective),
         )
 
-    def measures(st: _State, tol, dual_tol=None):
-        dual_tol = tol if dual_tol is None else dual_tol
+    def measures(st: _State):
+        """``(strict, reported, primal, dual, pairs)``: whether ``st`` meets the strict
+        tolerance (iterations stop) and the reported ones, and its residuals."""
         r_d, r_p, r_lo, r_hi = residuals(st)
         primal = jnp.maximum(jnp.abs(r_p), jnp.max(jnp.abs(jnp.concatenate([r_lo, r_hi]))))
         dual = jnp.max(jnp.abs(r_d))
         pairs, _ = complementarity(st)
         s_primal, s_dual, s_pairs = scales(st)
-        ok = (primal <= tol * s_primal) & (dual <= dual_tol * s_dual) & (pairs <= tol * s_pairs)
-        return ok, primal, dual, pairs
+
+        def meets(tol, dual_tol):
+            return (
+                (primal <= tol * s_primal) & (dual <= dual_tol * s_dual) & (pairs <= tol * s_pairs)
+            )
+
+        return meets(strict, strict), meets(loose, dual_tol), primal, dual, pairs
 
     n_node = p.node_rows.shape[-1]
     reserve_row = p.g[-1]
@@ -1099,10 +1105,6 @@ def _interior_point(p: _Problem, iterations: int) -> _Solution:
 
     def iterate(carry, _):
         (st, done, count, reg), (best, found) = carry
-        # the last iterate that meets the reported tolerances, in case later ones do not
-        passes = measures(st, loose, dual_tol)[0]
-        best = jax.tree_util.tree_map(lambda b, s: jnp.where(passes, s, b), best, st)
-        found = found | passes
         r_d, r_p, r_lo, r_hi = residuals(st)
         pairs, n_pairs = complementarity(st)
         mu = pairs / n_pairs
@@ -1150,7 +1152,11 @@ def _interior_point(p: _Problem, iterations: int) -> _Solution:
         )
         keep = done | ~finite
         new = jax.tree_util.tree_map(lambda old, nw: jnp.where(keep, old, nw), st, new)
-        now_done = done | measures(new, strict)[0]
+        converged, passes = measures(new)[:2]
+        now_done = done | converged
+        # the last iterate that meets the reported tolerances, in case later ones do not
+        best = jax.tree_util.tree_map(lambda b, nw: jnp.where(passes, nw, b), best, new)
+        found = found | passes
         reg = jnp.where(finite, reg, jnp.maximum(100.0 * reg, 10.0 * eps))
         return ((new, now_done, count + jnp.where(done, 0, 1), reg), (best, found)), None
 
@@ -1168,17 +1174,17 @@ def _interior_point(p: _Problem, iterations: int) -> _Solution:
         v_lo=jnp.where(act, 1.0, 0.0),
         v_hi=jnp.where(act, 1.0, 0.0),
     )
-    done0 = measures(start, strict)[0]
+    done0, found0 = measures(start)[:2]
     carry = (
         (start, done0, jnp.zeros((), jnp.int32), jnp.zeros((), dtype)),
-        (start, jnp.zeros((), bool)),
+        (start, found0),
     )
     ((last, done, count, _), (best, found)), _ = jax.lax.scan(
         iterate, carry, None, length=iterations
     )
-    take_last = measures(last, loose, dual_tol)[0] | ~found
-    final = jax.tree_util.tree_map(lambda lt, b: jnp.where(take_last, lt, b), last, best)
-    ok, primal, dual, pairs = measures(final, loose, dual_tol)
+    # ``best`` is the last iterate where that one meets the reported tolerances
+    final = jax.tree_util.tree_map(lambda b, lt: jnp.where(found, b, lt), best, last)
+    _, ok, primal, dual, pairs = measures(final)
     return _Solution(
         x=jnp.where(act, final.x, 0.0),
         lam=final.lam,

@@ -288,76 +288,70 @@ def test_an_oracle_cut_short_by_its_time_limit_says_so(tso14, monkeypatch):
 
 def _captured_dispatch(file: str):
     """The DC-OPF of a captured ``tso118-v0`` step (held-out day; state, commitment request
-    and dispatch adjustment in ``file``), solved in float32 and in float64."""
+    and dispatch adjustment in ``file``): jaxgrid's in float32, and HiGHS's
+    (:func:`highs_reference`) of the same problem, its screened branches monitored."""
     from jaxgrid.envs.tso.env import TSOState
     from jaxgrid.train.evaluate import held_out
 
     data = np.load(Path(__file__).parent / file)
-
-    def dispatch():
-        env, params = jaxgrid.make("tso118-v0")
-        f = jnp.result_type(float)
-        state = TSOState(
-            **{
-                k[len("state_") :]: jnp.asarray(v, f if v.dtype.kind == "f" else v.dtype)
-                for k, v in data.items()
-                if k.startswith("state_")
-            }
-        )
-        step = jax.jit(lambda s, q, a: env.dispatch(s, q, a, held_out(params))[2])
-        return jax.device_get(step(state, jnp.asarray(data["request"]), data["adjust"].astype(f)))
-
-    single = dispatch()
-    with x64():
-        double = dispatch()
-    return single, double
+    env, params = jaxgrid.make("tso118-v0")
+    params = held_out(params)
+    state = TSOState(**{k[len("state_") :]: v for k, v in data.items() if k.startswith("state_")})
+    request, adjust = jnp.asarray(data["request"]), jnp.asarray(data["adjust"])
+    c, net, result = jax.device_get(
+        jax.jit(lambda s, q, a: env.dispatch(s, q, a, params))(state, request, adjust)
+    )
+    poly = np.asarray(params.units.cost_poly, float).copy()
+    poly[:, 1] += float(params.bias_max) * np.asarray(adjust, float)
+    monitored = np.zeros(env.network.n_branch, bool)
+    monitored[list(env.monitored)] = True  # the screened branches, as the environment
+    rate = np.where(monitored, np.asarray(params.rate_mva, float), np.inf)
+    return result, highs_reference(env, params, c, net, rate, poly)
 
 
 def test_a_float32_dispatch_that_stalls_near_its_optimum_is_accepted():
     """A merit-order step of a held-out day (``tso118-v0``, 39 MW shed behind binding
     lines, prices near the value of lost load) where float32's interior point stalls with
     a dual residual near 1 currency/MWh, above the loose tolerance (0.6): it converges
-    under the float32 dual tolerance, and its dispatch is float64's: cost within 1e-5,
+    under the float32 dual tolerance, and its dispatch is HiGHS's: cost within 1e-5,
     outputs within 0.01 MW, prices within the dual tolerance (10 currency/MWh of about
     10,000; measured 1-2.4)."""
-    single, double = _captured_dispatch("tso118_float32_stall.npz")
-    assert double.converged and double.shed_mw.sum() > 30.0
+    single, ref = _captured_dispatch("tso118_float32_stall.npz")
+    assert ref["shed_mw"].sum() > 30.0 and np.abs(ref["lmp"]).max() > 9000.0
     assert single.converged and single.dual_residual > 0.6
-    assert single.cost == pytest.approx(double.cost, rel=1e-5)
-    np.testing.assert_allclose(single.pg_mw, double.pg_mw, atol=0.01)
-    np.testing.assert_allclose(single.lmp, double.lmp, atol=10.0)
-    assert np.abs(double.lmp).max() > 9000.0
+    assert single.cost == pytest.approx(ref["cost"], rel=1e-5)
+    np.testing.assert_allclose(single.pg_mw, ref["pg_mw"], atol=0.01)
+    np.testing.assert_allclose(single.lmp, ref["lmp"], atol=10.0)
 
 
 def test_a_float32_dispatch_keeps_its_last_converged_iterate():
     """A merit-order step of a held-out day (``tso118-v0``, 126 MW shed) where float32's
     interior point meets its tolerances before its last iteration and then drifts away
     (dual residual 12 currency/MWh after 30 iterations, 30-560 with more): the last
-    iterate that met them is the result, and it is float64's dispatch (cost within 5e-5,
-    measured 1.4e-5; outputs within 0.01 MW; prices within 10 of about 10,000)."""
-    single, double = _captured_dispatch("tso118_float32_best_iterate.npz")
-    assert double.converged and double.shed_mw.sum() > 100.0
+    iterate that met them is the result, and it is HiGHS's dispatch (cost within 5e-5,
+    measured 1.3e-5; outputs within 0.01 MW; prices within the dual tolerance, 10
+    currency/MWh of about 10,000, measured 9.6)."""
+    single, ref = _captured_dispatch("tso118_float32_best_iterate.npz")
+    assert ref["shed_mw"].sum() > 100.0 and np.abs(ref["lmp"]).max() > 9000.0
     assert single.converged and single.iterations == 30
-    assert single.cost == pytest.approx(double.cost, rel=5e-5)
-    np.testing.assert_allclose(single.pg_mw, double.pg_mw, atol=0.01)
-    np.testing.assert_allclose(single.lmp, double.lmp, atol=10.0)
-    assert np.abs(double.lmp).max() > 9000.0
+    assert single.cost == pytest.approx(ref["cost"], rel=5e-5)
+    np.testing.assert_allclose(single.pg_mw, ref["pg_mw"], atol=0.01)
+    np.testing.assert_allclose(single.lmp, ref["lmp"], atol=10.0)
 
 
 def test_an_unconverged_float32_dispatch_is_polished_by_the_binding_lines():
     """A merit-order step of a held-out day (``tso118-v0``, 24 MW shed behind one binding
     line) where float32's interior point ends with a dual residual of 35 currency/MWh,
     never within its tolerances: the binding lines' Newton steps from its prices certify
-    the optimum, which is float64's (prices within 0.1 currency/MWh of about 10,000,
+    the optimum, which is HiGHS's (prices within 0.1 currency/MWh of about 10,000,
     outputs within 0.01 MW)."""
-    single, double = _captured_dispatch("tso118_float32_polish.npz")
-    assert double.converged and double.shed_mw.sum() > 20.0
+    single, ref = _captured_dispatch("tso118_float32_polish.npz")
+    assert ref["shed_mw"].sum() > 20.0 and np.abs(ref["lmp"]).max() > 9000.0
     assert single.converged and single.dual_residual == 0.0  # certified, not iterated
-    assert single.cost == pytest.approx(double.cost, rel=1e-4)
-    np.testing.assert_allclose(single.pg_mw, double.pg_mw, atol=0.01)
-    np.testing.assert_allclose(single.shed_mw, double.shed_mw, atol=0.01)
-    np.testing.assert_allclose(single.lmp, double.lmp, atol=0.1)
-    assert np.abs(double.lmp).max() > 9000.0
+    assert single.cost == pytest.approx(ref["cost"], rel=1e-4)
+    np.testing.assert_allclose(single.pg_mw, ref["pg_mw"], atol=0.01)
+    np.testing.assert_allclose(single.shed_mw, ref["shed_mw"], atol=0.01)
+    np.testing.assert_allclose(single.lmp, ref["lmp"], atol=0.1)
 
 
 def test_the_lookahead_list_commits_for_the_forecast_peak(tso14):
