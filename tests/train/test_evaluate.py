@@ -173,3 +173,27 @@ def test_baselines_without_the_controllers_leave_out_only_mpc():
     env, params = jaxgrid.make("arbitrage-v0")
     results = evaluate_baselines(env, params, KEY, episodes=2, controllers=False)
     assert set(results) == set(env.baselines(params)) - {"mpc"}
+
+
+def test_the_oracle_counts_its_solves_on_a_terminal_only(monkeypatch):
+    import io
+    import sys
+
+    from jaxgrid.train.run import _oracle_progress
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    for stream, expected in ((Terminal(), True), (io.StringIO(), False)):
+        monkeypatch.setattr(sys, "stderr", stream)
+        _oracle_progress(1, 2)
+        _oracle_progress(2, 2)
+        text = stream.getvalue()
+        if expected:
+            assert (
+                text
+                == "oracle: 1 of 2 initial states solved\roracle: 2 of 2 initial states solved\n"
+            )
+        else:
+            assert text == ""
