@@ -139,3 +139,28 @@ def test_generator_node_out_of_range_is_named():
     feeder = load_feeder3("ieee13")
     with pytest.raises(ValueError, match=r"generator node 999 is not a node of ieee13"):
         build_port_zbus(feeder, gen_nodes=[999])
+
+
+def _scans_of_length(jaxpr, length: int) -> int:
+    """Loops of ``length`` iterations in ``jaxpr``, nested ones included."""
+    from jax.extend import core as jax_core
+
+    count = 0
+    for eqn in jaxpr.eqns:
+        count += eqn.primitive.name == "scan" and eqn.params.get("length") == length
+        for value in eqn.params.values():
+            for sub in value if isinstance(value, (list, tuple)) else (value,):
+                if isinstance(sub, jax_core.ClosedJaxpr):
+                    count += _scans_of_length(sub.jaxpr, length)
+                elif isinstance(sub, jax_core.Jaxpr):
+                    count += _scans_of_length(sub, length)
+    return count
+
+
+def test_the_fixed_point_is_iterated_once():
+    """One loop of ``n_iter`` sweeps per solve: the voltages and the mismatch were once
+    read from two runs of the same loop, which doubled every solve's time."""
+    feeder = load_feeder3("ieee13")
+    zbus = build_port_zbus(feeder)
+    jaxpr = jax.make_jaxpr(lambda s: port_power_flow(zbus, feeder, s, n_iter=7))(1.0)
+    assert _scans_of_length(jaxpr.jaxpr, 7) == 1

@@ -513,12 +513,14 @@ def port_power_flow(
         n_iter = N_ITER[jnp.dtype(real).name]
     no_history = jnp.zeros((ANDERSON_DEPTH, m), v0.dtype)
     carry = (v0, v0, jnp.zeros_like(v0), no_history, no_history, jnp.asarray(huge, real))
+
     # differentiated at the fixed point, not through the (accelerated) iterations
+    def iterate():
+        last = jax.lax.fori_loop(0, n_iter, body, carry)
+        return last[0], last[-1]
+
     v_pu, mismatch = implicit_complex_fixed_point(
-        lambda v: fixed_point_map(v)[0],
-        lambda: tuple(jax.lax.fori_loop(0, n_iter, body, carry)[i] for i in (0, -1)),
-        v0,
-        has_aux=True,
+        lambda v: fixed_point_map(v)[0], iterate, v0, has_aux=True
     )
     finite = jnp.all(jnp.isfinite(v_pu.real) & jnp.isfinite(v_pu.imag)) & jnp.isfinite(mismatch)
     v_pu = jnp.where(finite, v_pu, v0)
