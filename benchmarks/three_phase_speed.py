@@ -18,8 +18,9 @@ fixed taps:
 
 Accuracy beside speed: the largest voltage difference (pu) from OpenDSS's own solution
 over the first members of the batch (OpenDSS at tolerance 1e-12), or "-" without OpenDSS.
-FLOPs per solve of the port solver: ``n_iter (8 (m + 2 n_t) m + 32 n_t^2 + 16 m n_t) + 8 n m`` real
-operations (``m`` ports, ``n_t`` tapped conductors, ``n`` nodes), printed per feeder.
+FLOPs per solve of the port solver: ``n_iter (8 (d + 2 n_t) d + 32 n_t^2 + 16 d n_t) + 8 m d +
+8 n m`` real operations (``d`` devices, ``m`` ports, ``n_t`` tapped conductors, ``n`` nodes),
+printed per feeder.
 """
 
 from __future__ import annotations
@@ -143,9 +144,9 @@ def port_flops(zbus, feeder) -> float:
 
     n_iter = N_ITER["float32"]
 
-    m, n_t, n = zbus.n_port, zbus.tap_port.shape[0], feeder.n_node
-    per_sweep = 8 * (m + 2 * n_t) * m + 32 * n_t * n_t + 16 * m * n_t
-    return n_iter * per_sweep + 8 * n * m
+    m, n_t, n, d = zbus.n_port, zbus.tap_port.shape[0], feeder.n_node, zbus.z_dd.shape[0]
+    per_sweep = 8 * (d + 2 * n_t) * d + 32 * n_t * n_t + 16 * d * n_t
+    return n_iter * per_sweep + 8 * m * d + 8 * n * m
 
 
 def main() -> None:
@@ -188,7 +189,8 @@ def main() -> None:
                 f"| {name} | {label} | {solves_s:.3g} | {ratio} | {compile_s:.1f} | {conv} | {err} |"
             )
         print(
-            f"| {name} | (port solver: {zbus.n_port} ports of {feeder.n_node} nodes, "
+            f"| {name} | (port solver: {zbus.z_dd.shape[0]} devices, {zbus.n_port} ports of "
+            f"{feeder.n_node} nodes, "
             f"{port_flops(zbus, feeder):.2g} FLOPs a solve) | | | | | |"
         )
 

@@ -32,27 +32,38 @@ the near-short by a voltage difference. Given the port injections, ``u`` and ``q
 tap setting) before the iterations, so taps are params leaves like every load and
 ``vmap`` over them works; at ``t = t0`` the terms vanish.
 
-The fixed point ``V_P <- ...`` iterates on the ports only, accelerated by Anderson's
-method (:func:`anderson_step`); the other nodes' voltages are one product at the end. What float32 carries is the product of exact float64 numbers
-(``Z``, ``W``) with the injections, so its error is relative to the voltage drop, not to
-the matrix's condition: on IEEE 123 float32 is within 1e-6 pu of OpenDSS at any taps (measured in
+The fixed point iterates on the *device voltages* only: the voltages ``V_d`` across the
+load phases and generators, the one thing their currents depend on. With the device
+currents ``c`` (A) and the ports' incidence ``N`` (``I_P = N c``), the ports' voltages
+enter only through ``N' V_P``, so the host also forms, in float64, ``Z_dd = N' Z_PP N``
+(ohms), ``W_d = N' W_P``, and the regulators' terms seen from the devices (``Z_td``,
+``Q_d``, ``M_d``, ``Z_dt``): an iteration is ``V_d <- W_d E + Z_dd c(V_d) + C_d (u, q)``,
+accelerated by Anderson's method (:func:`anderson_step`), in pu of each device's base.
+The ports' injections and every node's voltage are one product each at the end. What
+float32 carries is the product of exact float64 numbers (``Z``, ``W``) with the
+injections, so its error is relative to the voltage drop, not to the matrix's condition:
+on IEEE 123 float32 is within 1e-6 pu of OpenDSS at any taps (measured in
 ``tests/grid/test_port_zbus.py``; written as ``Yprim(t) - Yprim(t0)``, a tap change cost
-float32 5e-3 pu there).
+float32 5e-3 pu there); a delta load's voltage is ``Z_dd``'s difference of four port
+impedances taken in float64, not a difference of two float32 port voltages.
 
-Derivatives are taken at the fixed point ``V_P = map(V_P)``, not through the accelerated
-iterations (:func:`jaxgrid.grid.implicit.implicit_complex_fixed_point` on the ports'
-real and imaginary parts, one dense solve of ``2 n_port`` unknowns); with respect to
-loads, taps and generation they equal central differences on IEEE 13 and the Z-bus
-solver's derivatives (``tests/grid/test_three_phase_gradients.py``).
+Derivatives are taken at the fixed point ``V_d = map(V_d)``, not through the accelerated
+iterations (:func:`jaxgrid.grid.implicit.implicit_complex_fixed_point` on the device
+voltages' real and imaginary parts, one dense solve of ``2 n_dev`` unknowns); with
+respect to loads, taps and generation they equal central differences on IEEE 13 and the
+Z-bus solver's derivatives (``tests/grid/test_three_phase_gradients.py``).
 
-Cost per iteration: one complex ``(n_port + 2 n_t) x n_port`` matrix-vector product
-(``8 (n_port + 2 n_t) n_port`` real FLOPs; IEEE 123: 113 ports, 9 tapped conductors,
-1.2e5 FLOPs), the taps' ``2 n_t`` system's inverse times a vector and the rank-``2 n_t``
-correction (``32 n_t^2 + 16 n_port n_t``, 1.9e4), plus ``8 n_node n_port`` once at the
-end (2.5e5) and the ``2 n_t`` system's inverse once per tap setting. Every
-``n_port``-sized matrix is shared by a batch, so under ``vmap`` the products are
-matrix-matrix products over the batch (``benchmarks/three_phase_speed.py``), also when
-each environment has its own taps.
+Cost per iteration: one complex ``(n_dev + 2 n_t) x n_dev`` matrix-vector product
+(``8 (n_dev + 2 n_t) n_dev`` real FLOPs; IEEE 123 without generators: 95 load phases, 9
+tapped conductors, 8.6e4 FLOPs), the taps' ``2 n_t`` system's inverse times a vector and
+the rank-``2 n_t`` correction (``32 n_t^2 + 16 n_dev n_t``, 1.6e4), the loads' models
+(one reciprocal, logarithm and two exponentials a load phase); plus ``8 n_port n_dev``
+and ``8 n_node n_port`` once at the end (8.6e4 and 2.5e5) and the ``2 n_t`` system's
+inverse once per tap setting. Every device-sized matrix is shared by a batch, so under
+``vmap`` the products are matrix-matrix products over the batch
+(``benchmarks/three_phase_speed.py``), also when each environment has its own taps.
+Iterating on the ports instead (113 on IEEE 123) took three more products an iteration,
+from the ports to the devices and back, and ran 1.6-2x slower here.
 
 The port model is valid for the feeder's elements (lines, transformers, capacitors,
 source impedance) it was built from: loads (powers, models), taps, the source EMF and
@@ -133,6 +144,15 @@ class PortZbus:
             current ``q`` (pu) per volt of source EMF, per pu of port injection and per
             pu of ``u``.
         src_u: ``(3, n_t)`` complex source current (A) per pu of ``u``.
+        z_dd: ``(n_dev, n_dev)`` complex voltage across each device (V) per ampere of
+            each device's current, ohms (``n_dev = n_lp + n_gen``: load phases, then
+            generators).
+        z_td, q_d: ``(n_t, n_dev)`` complex voltage (pu) of each tapped conductor's
+            port and winding current ``q`` (pu) per ampere of each device's current.
+        w_d: ``(n_dev, 3)`` complex voltage across each device (V) per volt of each
+            phase of the source EMF.
+        m_d, z_dt: ``(n_dev, n_t)`` complex voltage across each device (V) per pu of
+            winding voltage ``u`` and per pu of ``delta q`` injected at a tapped port.
     """
 
     port_node: Array
@@ -159,6 +179,12 @@ class PortZbus:
     q_p: Array
     q_u: Array
     src_u: Array
+    z_dd: Array
+    z_td: Array
+    q_d: Array
+    w_d: Array
+    m_d: Array
+    z_dt: Array
 
     @property
     def n_port(self) -> int:
@@ -259,6 +285,16 @@ def build_port_zbus(feeder: Feeder3, gen_nodes=(), gen_pairs=()) -> PortZbus:
     # only the tapped conductors carry u and delta q
     tapped = np.flatnonzero(np.asarray(feeder.reg_tapped).ravel() & real_cond)
     m_t = m_all[:, tapped]
+    # the devices' form (module docstring): each device's current (A) into the ports
+    # (pu), and the voltage across each device (V) from the port voltages (pu)
+    gen_from_port = port_of[np.asarray(gen_from, np.int64)]
+    gen_to_port = port_of[np.asarray(gen_to, np.int64)]
+    load_inc = _incidence(port_of[frm], port_of[to], vb[ports])
+    gen_inc = _incidence(gen_from_port, gen_to_port, vb[ports])
+    inc = np.concatenate([load_inc, gen_inc], axis=1)
+    across_t = S_BASE_VA * inc.T
+    z_ports = z_pu[np.ix_(ports, ports)]
+    tap_ports = port_of[reg_flat[tapped]]
     real, cplx = float_dtype(), jnp.result_type(float_dtype(), jnp.complex64)
     return PortZbus(
         port_node=jnp.asarray(ports, jnp.int32),
@@ -270,20 +306,13 @@ def build_port_zbus(feeder: Feeder3, gen_nodes=(), gen_pairs=()) -> PortZbus:
         src_p=jnp.asarray(-y_src @ (vb[src, None] * z_pu[np.ix_(src, ports)]), cplx),
         load_from=jnp.asarray(port_of[frm]),
         load_to=jnp.asarray(port_of[to]),
-        load_inc=jnp.asarray(_incidence(port_of[frm], port_of[to], vb[ports]), real),
-        gen_inc=jnp.asarray(
-            _incidence(
-                port_of[np.asarray(gen_from, np.int64)],
-                port_of[np.asarray(gen_to, np.int64)],
-                vb[ports],
-            ),
-            real,
-        ),
+        load_inc=jnp.asarray(load_inc, real),
+        gen_inc=jnp.asarray(gen_inc, real),
         y_load0=jnp.asarray(y_load0, cplx),
-        gen_from=jnp.asarray(port_of[np.asarray(gen_from, np.int64)], jnp.int32),
-        gen_to=jnp.asarray(port_of[np.asarray(gen_to, np.int64)], jnp.int32),
+        gen_from=jnp.asarray(gen_from_port, jnp.int32),
+        gen_to=jnp.asarray(gen_to_port, jnp.int32),
         gen_vbase_v=jnp.asarray(gen_vbase, real),
-        tap_port=jnp.asarray(port_of[reg_flat[tapped]]),
+        tap_port=jnp.asarray(tap_ports),
         tap_reg=jnp.asarray(tapped // reg_nodes.shape[1], jnp.int32),
         tap0_pu=jnp.asarray(feeder.tap_pu, real),
         m_p=jnp.asarray(m_t[ports], cplx),
@@ -292,6 +321,12 @@ def build_port_zbus(feeder: Feeder3, gen_nodes=(), gen_pairs=()) -> PortZbus:
         q_p=jnp.asarray(q_p[tapped], cplx),
         q_u=jnp.asarray(q_u[np.ix_(tapped, tapped)], cplx),
         src_u=jnp.asarray(-y_src @ (vb[src, None] * m_t[src]), cplx),
+        z_dd=jnp.asarray(across_t @ z_ports @ inc, cplx),
+        z_td=jnp.asarray(z_ports[tap_ports] @ inc, cplx),
+        q_d=jnp.asarray(q_p[tapped] @ inc, cplx),
+        w_d=jnp.asarray(across_t @ w[ports], cplx),
+        m_d=jnp.asarray(across_t @ m_t[ports], cplx),
+        z_dt=jnp.asarray(across_t @ z_ports[:, tap_ports], cplx),
     )
 
 
@@ -415,22 +450,23 @@ def port_power_flow(
     real = feeder.vbase_v.dtype
     if tol_pu is None:
         tol_pu = 1e-9 if real == jnp.float64 else 1e-5
-    n, m = feeder.n_node, zbus.n_port
+    n = feeder.n_node
     emf = source_emf(feeder)
     w_p = _dot(zbus.w_p, emf)
 
-    # the regulators at taps t: the tapped conductors' u and q solve S (u, q) = R i + r_e
-    # for the port injections i, with R i = (delta Z_tp i, Q_p i): S's inverse is formed
-    # once per call (per tap setting), R i from the iteration's own product Z_pp i; the
-    # port voltages are then w_p E + Z_pp i + C (u, q) with C = (M_P, Z_PT delta). Only
-    # the 2 n_t x 2 n_t inverse is per tap setting; every n_port-sized product is with a
-    # matrix the batch shares, so under ``vmap`` it is one matrix product (forming
-    # S^-1 R and C per environment instead, as (n_port, 2 n_t) matrices, cost a batch of
-    # 256 voltage123-v0 steps with their own taps 31 ms a call and two batched
+    # the regulators at taps t: the tapped conductors' u and q solve S (u, q) = R c + r_e
+    # for the device currents c, with R c = (delta Z_td c, Q_d c): S's inverse is formed
+    # once per call (per tap setting), R c from the iteration's own product; the device
+    # voltages are then w_d E + Z_dd c + C (u, q) with C = (M_d, Z_dt delta). Only the
+    # 2 n_t x 2 n_t inverse is per tap setting; every device-sized product is with a
+    # matrix the batch shares, so under ``vmap`` it is one matrix product (forming S^-1 R
+    # and C per environment instead, as (n_port, 2 n_t) matrices, cost a batch of 256
+    # voltage123-v0 steps with their own taps 31 ms a call and two batched
     # matrix-vector products an iteration on this CPU)
     delta = 1.0 / zbus.tap0_pu[zbus.tap_reg] - 1.0 / feeder.tap_pu[zbus.tap_reg]
     t = zbus.tap_port
     n_t = t.shape[0]
+    n_dev = zbus.z_dd.shape[0]
     eye = jnp.eye(n_t, dtype=w_p.dtype)
     system = jnp.block(
         [
@@ -439,22 +475,24 @@ def port_power_flow(
         ]
     )
     s_inv_t = small_inverse(system).T  # no LAPACK on a CPU: see its docstring
-    # (Z_pp i, Z_tp i, Q_p i) in one product (slices, not a gather, of its result)
-    z_and_q = _real_block_t(jnp.concatenate([zbus.z_pp, zbus.z_pp[t], zbus.q_p]))
-    couple_t = jnp.concatenate([zbus.m_p, zbus.z_pp[:, t]], axis=1).T  # times (u, delta q)
+    # (Z_dd c, Z_td c, Q_d c) in one product (slices, not a gather, of its result)
+    device_block = _real_block_t(jnp.concatenate([zbus.z_dd, zbus.z_td, zbus.q_d]))
+    couple_t = jnp.concatenate([zbus.m_d, zbus.z_dt], axis=1).T  # times (u, delta q)
 
-    def taps_from(zq_i, e_t, e_q):
-        """``(u, q)`` of the tapped conductors, given ``z_and_q @ i`` and the EMF's parts
-        ``e_t``, ``e_q`` of the right-hand side."""
-        rhs = jnp.concatenate([delta * (zq_i[m : m + n_t] + e_t), zq_i[m + n_t :] + e_q])
+    def taps_from(zc, e_t, e_q):
+        """``(u, q)`` of the tapped conductors, given ``device_block``'s product ``zc``
+        with the device currents and the EMF's parts ``e_t``, ``e_q`` of the right-hand
+        side."""
+        rhs = jnp.concatenate([delta * (zc[n_dev : n_dev + n_t] + e_t), zc[n_dev + n_t :] + e_q])
         return _vecmat(rhs, s_inv_t)
 
     def coupled(u_q):
+        """The device voltages' move (V) by the windings' ``u`` and ``delta q``."""
         return _vecmat(jnp.concatenate([u_q[:n_t], delta * u_q[n_t:]]), couple_t)
 
     e_q = _dot(zbus.q_e, emf)
-    zero_i = jnp.zeros(m + 2 * n_t, w_p.dtype)
-    w_eff = w_p + coupled(taps_from(zero_i, w_p[t], e_q))
+    zero_c = jnp.zeros(n_dev + 2 * n_t, w_p.dtype)
+    w_eff = _dot(zbus.w_d, emf) + coupled(taps_from(zero_c, w_p[t], e_q))
 
     s_gen = jnp.zeros(zbus.n_gen, w_p.dtype)
     if p_gen_kw is not None:
@@ -463,88 +501,68 @@ def port_power_flow(
         s_gen = s_gen + 1j * jnp.asarray(q_gen_kvar, real) * 1e3
     generating = jnp.abs(s_gen) > 0
     frm, to = zbus.load_from, zbus.load_to
-    incidence = jnp.concatenate([zbus.load_inc, zbus.gen_inc], axis=1)
-    incidence_t = incidence.T
-    # the voltage across each load phase and generator (V) from the port voltages (pu):
-    # the incidence again, times the power base; a product, not a gather (gathered
-    # under ``vmap``, the voltages came out device-major and every fusion that read them
-    # transposed them anew: a third of an IEEE 123 iteration on this 2-core CPU)
-    across = incidence * S_BASE_VA
+    incidence_t = jnp.concatenate([zbus.load_inc, zbus.gen_inc], axis=1).T
     n_lp = zbus.load_inc.shape[1]
     dev_vbase = jnp.concatenate([feeder.load_vbase_v, zbus.gen_vbase_v])
+    counted = jnp.concatenate([jnp.ones(n_lp, bool), generating])
 
-    def across_devices(v_pu):
-        """``(n_lp,)``, ``(n_gen,)`` complex voltages across load phases and generators, V."""
-        v_dev = _rmatvec(across, v_pu)
-        return v_dev[:n_lp], v_dev[n_lp:]
-
-    def devices(v_pu):
-        """The voltages across load phases and generators (V), and the currents they
-        draw (A)."""
-        vd, v_gen = across_devices(v_pu)
+    def devices(v_dev):
+        """The currents (A) that the load phases and generators draw at the voltages
+        ``v_dev`` across them (V): the load phases' (and their deviation from ``Y_L0``)
+        and the generators'."""
+        vd, v_gen = v_dev[:n_lp], v_dev[n_lp:]
         i_lp = load_admittance(feeder, vd, load_scale) * vd
         v_safe = jnp.where(jnp.abs(v_gen) > 0, v_gen, 1.0)
         i_gen = jnp.where(generating, jnp.conj(s_gen / v_safe), 0.0)
-        return vd, i_lp, v_gen, i_gen
+        return i_lp, i_gen, jnp.concatenate([zbus.y_load0 * vd - i_lp, i_gen])
 
-    def port_injections(vd, i_lp, i_gen):
-        """``(n_port,)`` pu injection into each port: the loads' deviation from ``Y_L0``
-        and the generators (dense incidence products: a scatter under ``vmap`` ran 13x
-        slower than the iteration's matrix product on XLA's CPU backend)."""
-        return _rmatvec(incidence_t, jnp.concatenate([zbus.y_load0 * vd - i_lp, i_gen]))
-
-    def fixed_point_map(v_pu):
-        """One sweep ``V_P <- w + Z (I(V_P))``: the new port voltages and the largest
-        change of a load phase's or generator's voltage, pu."""
-        vd, i_lp, v_gen, i_gen = devices(v_pu)
-        i_pu = port_injections(vd, i_lp, i_gen)
-        zq_i = _cmatvec(z_and_q, i_pu)
-        v_new = w_eff + zq_i[:m] + coupled(taps_from(zq_i, 0.0, 0.0))
-        moved = _rmatvec(across, v_new) - jnp.concatenate([vd, v_gen])
-        change = jnp.abs(moved) / dev_vbase
-        counted = jnp.concatenate([jnp.ones(n_lp, bool), generating])
-        mismatch = jnp.max(jnp.where(counted, change, 0.0), initial=0.0)
-        return v_new, mismatch
+    def fixed_point_map(x):
+        """One sweep ``V_d <- w + Z (I(V_d))`` on the device voltages ``x`` in pu of
+        their bases (so that Anderson's fit weighs a 480 V load as a 2.4 kV one): the
+        new ones and the largest change of a load phase's or generator's voltage, pu."""
+        zc = _cmatvec(device_block, devices(x * dev_vbase)[2])
+        x_new = (w_eff + zc[:n_dev] + coupled(taps_from(zc, 0.0, 0.0))) / dev_vbase
+        change = jnp.abs(x_new - x)
+        return x_new, jnp.max(jnp.where(counted, change, 0.0), initial=0.0)
 
     def body(k, carry):
-        v_pu, g_prev, f_prev, d_f, d_g, _mismatch = carry
-        g, mismatch = fixed_point_map(v_pu)
-        f = g - v_pu
+        x, g_prev, f_prev, d_f, d_g, _mismatch = carry
+        g, mismatch = fixed_point_map(x)
+        f = g - x
         d_f = jnp.stack([d_f[1], f - f_prev])  # the last two differences, newest last
         d_g = jnp.stack([d_g[1], g - g_prev])
         # the last sweep is plain, so the result and its mismatch are one map's
         usable = (k >= ANDERSON_DEPTH) & (k < n_iter - 1)
         return anderson_step(g, f, d_f, d_g, usable, real), g, f, d_f, d_g, mismatch
 
-    v0 = w_eff
+    v0 = w_eff / dev_vbase
     huge = jnp.finfo(real).max
     if n_iter is None:
         n_iter = N_ITER[jnp.dtype(real).name]
-    no_history = jnp.zeros((ANDERSON_DEPTH, m), v0.dtype)
+    no_history = jnp.zeros((ANDERSON_DEPTH, n_dev), v0.dtype)
     carry = (v0, v0, jnp.zeros_like(v0), no_history, no_history, jnp.asarray(huge, real))
 
-    # differentiated at the fixed point, not through the (accelerated) iterations
     def iterate():
         last = jax.lax.fori_loop(0, n_iter, body, carry)
         return last[0], last[-1]
 
-    v_pu, mismatch = implicit_complex_fixed_point(
+    # differentiated at the fixed point, not through the (accelerated) iterations
+    x, mismatch = implicit_complex_fixed_point(
         lambda v: fixed_point_map(v)[0], iterate, v0, has_aux=True
     )
-    finite = jnp.all(jnp.isfinite(v_pu.real) & jnp.isfinite(v_pu.imag)) & jnp.isfinite(mismatch)
-    v_pu = jnp.where(finite, v_pu, v0)
+    finite = jnp.all(jnp.isfinite(x.real) & jnp.isfinite(x.imag)) & jnp.isfinite(mismatch)
+    x = jnp.where(finite, x, v0)
     mismatch = jnp.where(finite, mismatch, huge)
-    vd, i_lp, _, i_gen = devices(v_pu)
-    i_pu = port_injections(vd, i_lp, i_gen)
-    u_q = taps_from(_cmatvec(z_and_q, i_pu), w_p[t], e_q)
+    i_lp, i_gen, current = devices(x * dev_vbase)
+    u_q = taps_from(_cmatvec(device_block, current), w_p[t], e_q)
     u, q = u_q[:n_t], u_q[n_t:]
-    i_port = i_pu.at[t].add(delta * q)
+    i_port = _rmatvec(incidence_t, current).at[t].add(delta * q)
     v_node = _dot(zbus.w_n, emf) + _cmatvec(_real_block_t(zbus.z_np), i_port)
     v_node = (v_node + _vecmat(u, zbus.m_n.T)) * feeder.vbase_v
     i_source = _dot(zbus.src_e, emf) + _vecmat(i_port, zbus.src_p.T) + _vecmat(u, zbus.src_u.T)
     node_of = jnp.append(zbus.port_node, n)  # ground is node n
     i_node = (
-        jnp.zeros(n + 1, i_pu.dtype)
+        jnp.zeros(n + 1, i_lp.dtype)
         .at[node_of[zbus.gen_from]]
         .add(i_gen)
         .at[node_of[zbus.gen_to]]
