@@ -89,3 +89,15 @@ def pv_arrays(name, feeder):
     for (bus, pair), kw in PV_LL[name].items():
         p_ll[feeder.bus_names.index(bus), pair] = kw
     return p, PV_KVAR * p, p_ll, PV_KVAR * p_ll
+
+
+def line_to_line(feeder, v):
+    """``(n_bus, 3)`` line-to-line voltages ab, bc, ca of node voltages ``v`` (V), 0
+    where a bus lacks one of the pair's phases, and the ``(n_bus, 3)`` mask of the pairs
+    it has."""
+    nodes = np.asarray(feeder.bus_nodes)
+    present = nodes >= 0
+    v_bus = np.where(present, v[np.maximum(nodes, 0)], 0)
+    first, second = [0, 1, 2], [1, 2, 0]
+    pair = present[:, first] & present[:, second]
+    return np.where(pair, v_bus[:, first] - v_bus[:, second], 0), pair

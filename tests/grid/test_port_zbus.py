@@ -15,12 +15,23 @@ from conftest import FULL, full_only, x64
 
 pytest.importorskip("dss")
 
-from opendss_reference import PAIRS, PV, PV_KVAR, PV_LL, opendss_solution  # noqa: E402
+from opendss_reference import (  # noqa: E402
+    PAIRS,
+    PV,
+    PV_KVAR,
+    PV_LL,
+    line_to_line,
+    opendss_solution,
+)
 
 from jaxgrid.grid.three_phase import BUNDLED, load_feeder3  # noqa: E402
 from jaxgrid.grid.three_phase.port_zbus import build_port_zbus, port_power_flow  # noqa: E402
 
 VM_TOL, VA_TOL, LOSS_RTOL = 1e-6, 1e-4, 1e-4  # pu, degrees, relative (issue 20)
+I_TOL = (1e-6, 1e-4)  # line currents: relative, amperes (float64, as the LU solver's test)
+# float32: the line currents come from float64 maps of the injections (a line's current
+# as its admittance times a float32 voltage difference was off by 7 A of 710 on IEEE 123)
+I_TOL32 = (1e-5, 1e-3)
 
 
 def _cases():
@@ -48,14 +59,24 @@ def _model(name, feeder):
     return build_port_zbus(feeder, gen_nodes=nodes, gen_pairs=pairs), p, PV_KVAR * p
 
 
-def _check(result, feeder, reference, vm_tol=VM_TOL):
-    v_ref, loss_ref = reference[0], reference[1]
-    vm_ref = np.abs(v_ref) / np.asarray(feeder.vbase_v, np.float64)
+def _check(result, feeder, reference, vm_tol=VM_TOL, va_tol=VA_TOL, i_tol=I_TOL):
+    """Every node's voltage, the line-to-line voltages, the losses, the source's power
+    and every line's phase currents against OpenDSS's solution ``reference``."""
+    v_ref, loss_ref, (p_ref, q_ref), i_ref = reference
+    vbase = np.asarray(feeder.vbase_v, np.float64)
     assert bool(result.converged)
-    assert np.max(np.abs(np.asarray(result.vm_pu, np.float64) - vm_ref)) < vm_tol
+    assert np.max(np.abs(np.asarray(result.vm_pu, np.float64) - np.abs(v_ref) / vbase)) < vm_tol
     angle = np.angle(np.asarray(result.v_volt, np.complex128) / v_ref, deg=True)
-    assert np.max(np.abs(angle)) < VA_TOL
+    assert np.max(np.abs(angle)) < va_tol
+    ll_ref, pair = line_to_line(feeder, v_ref)
+    base_ll = np.sqrt(3) * vbase[np.max(np.asarray(feeder.bus_nodes), axis=1)]
+    vll_ref = np.where(pair, np.abs(ll_ref) / base_ll[:, None], 0)
+    assert np.max(np.abs(np.asarray(result.vll_pu, np.float64) - vll_ref)) < vm_tol
     assert abs(float(result.loss_kw) - loss_ref) < LOSS_RTOL * loss_ref
+    assert abs(float(result.p_source_kw) - p_ref) < 1e-6 * abs(p_ref)
+    assert abs(float(result.q_source_kvar) - q_ref) < 1e-5 * abs(p_ref)
+    rtol, atol = i_tol
+    np.testing.assert_allclose(np.asarray(result.i_line_a, np.float64), i_ref, rtol=rtol, atol=atol)
 
 
 @pytest.mark.parametrize("name,scale,pv", _cases())
@@ -81,7 +102,15 @@ def test_float32_matches_opendss(name):
     assert result.vm_pu.dtype == jnp.float32
     with x64():
         reference = opendss_solution(name, load_feeder3(name), 1.3, True)
-    _check(result, feeder, reference, vm_tol=2e-5 if name == "ieee37" else VM_TOL)
+    delta = name == "ieee37"
+    _check(
+        result,
+        feeder,
+        reference,
+        vm_tol=2e-5 if delta else VM_TOL,
+        va_tol=5e-4 if delta else VA_TOL,
+        i_tol=I_TOL32,
+    )
 
 
 @pytest.mark.parametrize("name", ["ieee13", "ieee123"])
@@ -105,7 +134,7 @@ def test_taps_under_vmap_match_opendss_in_float32(name):
         with x64():
             shifted = load_feeder3(name).replace(tap_pu=taps[b])
             reference = opendss_solution(name, shifted, scales[b], False)
-        _check(member, feeder, reference)
+        _check(member, feeder, reference, i_tol=I_TOL32)
 
 
 def test_collapse_is_reported_and_finite():

@@ -26,7 +26,7 @@ from conftest import FULL, x64
 
 dss = pytest.importorskip("dss")
 
-from opendss_reference import opendss_solution, pv_arrays  # noqa: E402
+from opendss_reference import line_to_line, opendss_solution, pv_arrays  # noqa: E402
 
 from jaxgrid.grid.three_phase import (  # noqa: E402
     BUNDLED,
@@ -54,15 +54,6 @@ def _cases():
     return out
 
 
-def _line_to_line(feeder, v):
-    nodes = np.asarray(feeder.bus_nodes)
-    present = nodes >= 0
-    v_bus = np.where(present, v[np.maximum(nodes, 0)], 0)
-    first, second = [0, 1, 2], [1, 2, 0]
-    pair = present[:, first] & present[:, second]
-    return np.where(pair, v_bus[:, first] - v_bus[:, second], 0), pair
-
-
 @pytest.mark.parametrize("name,scale,pv", _cases())
 def test_matches_opendss(name, scale, pv):
     with x64():
@@ -76,7 +67,7 @@ def test_matches_opendss(name, scale, pv):
         assert np.max(np.abs(np.asarray(result.vm_pu) - vm_ref)) < VM_TOL
         v = np.asarray(result.v_volt)
         assert np.max(np.abs(np.angle(v / v_ref, deg=True))) < VA_TOL
-        ll_ref, pair = _line_to_line(feeder, v_ref)
+        ll_ref, pair = line_to_line(feeder, v_ref)
         base_ll = np.sqrt(3) * vbase[np.max(np.asarray(feeder.bus_nodes), axis=1)]
         vll_ref = np.where(pair, np.abs(ll_ref) / base_ll[:, None], 0)
         assert np.max(np.abs(np.asarray(result.vll_pu) - vll_ref)) < VM_TOL

@@ -85,10 +85,9 @@ from jaxgrid.grid.three_phase.upf import (
     S_BASE_VA,
     UnbalancedPowerFlowResult,
     as_arrays,
-    element_admittances,
     element_admittances64,
-    flow_result,
     load_admittance,
+    network_result,
     source_emf,
 )
 from jaxgrid.numerics import full_precision, small_inverse, sum_last_axis
@@ -153,6 +152,10 @@ class PortZbus:
             phase of the source EMF.
         m_d, z_dt: ``(n_dev, n_t)`` complex voltage across each device (V) per pu of
             winding voltage ``u`` and per pu of ``delta q`` injected at a tapped port.
+        h_e, h_p, h_u: ``(3 n_line, 3)``, ``(3 n_line, n_port)``, ``(3 n_line, n_t)``
+            complex phase currents of each line at its first terminal (A, rows line by
+            line, a phase the line lacks a zero row) per volt of source EMF, per pu of
+            port injection and per pu of ``u``.
     """
 
     port_node: Array
@@ -185,6 +188,9 @@ class PortZbus:
     w_d: Array
     m_d: Array
     z_dt: Array
+    h_e: Array
+    h_p: Array
+    h_u: Array
 
     @property
     def n_port(self) -> int:
@@ -327,7 +333,30 @@ def build_port_zbus(feeder: Feeder3, gen_nodes=(), gen_pairs=()) -> PortZbus:
         w_d=jnp.asarray(across_t @ w[ports], cplx),
         m_d=jnp.asarray(across_t @ m_t[ports], cplx),
         z_dt=jnp.asarray(across_t @ z_ports[:, tap_ports], cplx),
+        **_line_maps(feeder, vb, w, z_pu[:, ports], m_t, cplx),
     )
+
+
+def _line_maps(feeder: Feeder3, vb, w, z_np, m_n, cplx) -> dict:
+    """``h_e``, ``h_p``, ``h_u``: each line's phase currents (A) at its first terminal
+    per volt of source EMF, per pu of port injection and per pu of ``u``, from the node
+    voltages' maps ``w``, ``z_np``, ``m_n`` (pu) and the lines' primitive admittances,
+    in float64; zero rows for the phases a line lacks. A switch's current is its
+    near-short admittance times a near-zero voltage difference: exact enough in float64,
+    where float32 needs the node's KCL instead."""
+    v_map = np.concatenate([w, z_np, m_n], axis=1) * vb[:, None]  # V per unit
+    volts = np.vstack([v_map, np.zeros((1, v_map.shape[1]))])  # ground: 0 V
+    line = np.asarray(feeder.line_elem)
+    cond = np.asarray(feeder.line_cond)
+    rows = element_admittances64(feeder)[line[:, None], np.maximum(cond, 0)]  # (n_line, 3, K)
+    h = np.einsum("lck,lkx->lcx", rows, volts[np.asarray(feeder.elem_nodes)[line]])
+    h = np.where((cond >= 0)[:, :, None], h, 0.0).reshape(-1, v_map.shape[1])
+    n_e, n_p = w.shape[1], z_np.shape[1]
+    return {
+        "h_e": jnp.asarray(h[:, :n_e], cplx),
+        "h_p": jnp.asarray(h[:, n_e : n_e + n_p], cplx),
+        "h_u": jnp.asarray(h[:, n_e + n_p :], cplx),
+    }
 
 
 def _incidence(frm, to, vb_port) -> np.ndarray:
@@ -450,7 +479,6 @@ def port_power_flow(
     real = feeder.vbase_v.dtype
     if tol_pu is None:
         tol_pu = 1e-9 if real == jnp.float64 else 1e-5
-    n = feeder.n_node
     emf = source_emf(feeder)
     w_p = _dot(zbus.w_p, emf)
 
@@ -500,7 +528,6 @@ def port_power_flow(
     if q_gen_kvar is not None:
         s_gen = s_gen + 1j * jnp.asarray(q_gen_kvar, real) * 1e3
     generating = jnp.abs(s_gen) > 0
-    frm, to = zbus.load_from, zbus.load_to
     incidence_t = jnp.concatenate([zbus.load_inc, zbus.gen_inc], axis=1).T
     n_lp = zbus.load_inc.shape[1]
     dev_vbase = jnp.concatenate([feeder.load_vbase_v, zbus.gen_vbase_v])
@@ -554,24 +581,22 @@ def port_power_flow(
     x = jnp.where(finite, x, v0)
     mismatch = jnp.where(finite, mismatch, huge)
     i_lp, i_gen, current = devices(x * dev_vbase)
-    u_q = taps_from(_cmatvec(device_block, current), w_p[t], e_q)
+    zc = _cmatvec(device_block, current)
+    u_q = taps_from(zc, w_p[t], e_q)
     u, q = u_q[:n_t], u_q[n_t:]
     i_port = _rmatvec(incidence_t, current).at[t].add(delta * q)
     v_node = _dot(zbus.w_n, emf) + _cmatvec(_real_block_t(zbus.z_np), i_port)
     v_node = (v_node + _vecmat(u, zbus.m_n.T)) * feeder.vbase_v
     i_source = _dot(zbus.src_e, emf) + _vecmat(i_port, zbus.src_p.T) + _vecmat(u, zbus.src_u.T)
-    node_of = jnp.append(zbus.port_node, n)  # ground is node n
-    i_node = (
-        jnp.zeros(n + 1, i_lp.dtype)
-        .at[node_of[zbus.gen_from]]
-        .add(i_gen)
-        .at[node_of[zbus.gen_to]]
-        .add(-i_gen)
-        .at[node_of[frm]]
-        .add(-i_lp)
-        .at[node_of[to]]
-        .add(i_lp)[:n]
-    )
-    return flow_result(
-        feeder, v_node, element_admittances(feeder), i_node, mismatch, tol_pu, i_source
+    # the lines' phase currents from the same injections (float64 maps: no gathers of
+    # element voltages, no scatter for the switches' KCL)
+    i_line = _dot(zbus.h_e, emf) + _cmatvec(_real_block_t(zbus.h_p), i_port)
+    i_line = (i_line + _vecmat(u, zbus.h_u.T)).reshape(feeder.line_cond.shape)
+    # the power injected into the network, which it loses: the source's, less what the
+    # loads draw at the voltages across them, plus the generators'
+    v_dev = _dot(zbus.w_d, emf) + zc[:n_dev] + coupled(u_q)
+    s_source = jnp.sum(v_node[feeder.source_nodes] * jnp.conj(i_source))
+    drawn = jnp.sum(v_dev[:n_lp] * jnp.conj(i_lp)) - jnp.sum(v_dev[n_lp:] * jnp.conj(i_gen))
+    return network_result(
+        feeder, v_node, jnp.abs(i_line), jnp.real(s_source - drawn), s_source, mismatch, tol_pu
     )

@@ -381,26 +381,7 @@ def flow_result(
     ``mismatch`` (pu) and the tolerance ``tol_pu`` it is held to; ``i_source`` (``(3,)``,
     A) is the current the source delivers into the network where the caller has it
     more accurately than the network side's KCL gives it."""
-    vb = feeder.vbase_v
     v_ext = jnp.append(v, 0.0)
-    vb_ext = jnp.append(vb, 1.0)
-    present = feeder.bus_nodes >= 0
-    at = jnp.where(present, feeder.bus_nodes, feeder.n_node)
-    v_bus = v_ext[at]
-    first, second = jnp.array([0, 1, 2]), jnp.array([1, 2, 0])
-    v_ll = v_bus[:, first] - v_bus[:, second]
-    pair = present[:, first] & present[:, second]
-    vb_bus = jnp.max(jnp.where(present, vb_ext[at], 0.0), axis=1)
-    vll_pu = jnp.where(pair, jnp.abs(v_ll) / (np.sqrt(3.0) * vb_bus[:, None]), 0.0)
-    three = jnp.all(present, axis=1)
-    a = jnp.exp(2j * np.pi / 3)
-    v1 = (v_ll[:, 0] + a * v_ll[:, 1] + a * a * v_ll[:, 2]) / 3
-    v2 = (v_ll[:, 0] + a * a * v_ll[:, 1] + a * v_ll[:, 2]) / 3
-    vuf = jnp.where(three, jnp.abs(v2) / jnp.maximum(jnp.abs(v1), 1e-12), 0.0)
-    mean = jnp.mean(vll_pu, axis=1)
-    dev = jnp.max(jnp.abs(vll_pu - mean[:, None]), axis=1)
-    lvur = jnp.where(three, dev / jnp.maximum(mean, 1e-12), 0.0)
-
     v_elem = v_ext[feeder.elem_nodes]
     # full precision: XLA's GPU backend runs float32 products in TF32 otherwise
     full = jax.lax.Precision.HIGHEST
@@ -426,6 +407,36 @@ def flow_result(
     # float32 the sum of each element's v * conj(i) loses its digits to cancellation
     loss_w = jnp.real(jnp.vdot(i_inj, v, precision=full))
     s_src = jnp.sum(v[src] * jnp.conj(i_source))
+    return network_result(feeder, v, i_line_a, loss_w, s_src, mismatch, tol_pu)
+
+
+def network_result(
+    feeder, v, i_line_a, loss_w, s_source_va, mismatch, tol_pu
+) -> UnbalancedPowerFlowResult:
+    """The :class:`UnbalancedPowerFlowResult` of node voltages ``v`` (``(n_node,)``
+    complex, V), the lines' phase currents ``i_line_a`` (``(n_line, 3)``, A), the
+    network's losses ``loss_w`` (W) and the power the source delivers ``s_source_va``
+    (complex, VA): the bus quantities (line-to-line voltages, unbalance) and the
+    convergence verdict of the last iteration's ``mismatch`` (pu) against ``tol_pu``."""
+    vb = feeder.vbase_v
+    v_ext = jnp.append(v, 0.0)
+    vb_ext = jnp.append(vb, 1.0)
+    present = feeder.bus_nodes >= 0
+    at = jnp.where(present, feeder.bus_nodes, feeder.n_node)
+    v_bus = v_ext[at]
+    first, second = jnp.array([0, 1, 2]), jnp.array([1, 2, 0])
+    v_ll = v_bus[:, first] - v_bus[:, second]
+    pair = present[:, first] & present[:, second]
+    vb_bus = jnp.max(jnp.where(present, vb_ext[at], 0.0), axis=1)
+    vll_pu = jnp.where(pair, jnp.abs(v_ll) / (np.sqrt(3.0) * vb_bus[:, None]), 0.0)
+    three = jnp.all(present, axis=1)
+    a = jnp.exp(2j * np.pi / 3)
+    v1 = (v_ll[:, 0] + a * v_ll[:, 1] + a * a * v_ll[:, 2]) / 3
+    v2 = (v_ll[:, 0] + a * a * v_ll[:, 1] + a * v_ll[:, 2]) / 3
+    vuf = jnp.where(three, jnp.abs(v2) / jnp.maximum(jnp.abs(v1), 1e-12), 0.0)
+    mean = jnp.mean(vll_pu, axis=1)
+    dev = jnp.max(jnp.abs(vll_pu - mean[:, None]), axis=1)
+    lvur = jnp.where(three, dev / jnp.maximum(mean, 1e-12), 0.0)
     return UnbalancedPowerFlowResult(
         v_volt=v,
         vm_pu=jnp.abs(v) / vb,
@@ -436,8 +447,8 @@ def flow_result(
         i_line_a=i_line_a,
         line_loading=i_line_a / feeder.line_normamps_a[:, None],
         loss_kw=loss_w / 1e3,
-        p_source_kw=jnp.real(s_src) / 1e3,
-        q_source_kvar=jnp.imag(s_src) / 1e3,
+        p_source_kw=jnp.real(s_source_va) / 1e3,
+        q_source_kvar=jnp.imag(s_source_va) / 1e3,
         converged=mismatch < tol_pu,
         mismatch_pu=mismatch,
     )
