@@ -6,6 +6,7 @@ import functools
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from jaxgrid.types import Array
 
@@ -69,6 +70,56 @@ def sum_last_axis(x: Array) -> Array:
     """
     ones = jnp.ones(x.shape[-1], x.dtype)
     return jnp.matmul(x, ones, precision=jax.lax.Precision.HIGHEST)
+
+
+# Cephes' atanf (Moshier): atan(u) = u + u^3 P(u^2) on |u| <= tan(pi/8), relative error
+# below 2e-7 there
+_ATAN_COEFFICIENTS = (8.05374449538e-2, -1.38776856032e-1, 1.99777106478e-1, -3.33329491539e-1)
+_TAN_PI_8 = 0.41421356237309503
+
+
+@jax.custom_jvp
+def arctan2(y: Array, x: Array) -> Array:
+    """``jnp.arctan2(y, x)`` (radians, in ``[-pi, pi]``), in float32 as a polynomial of
+    vectorised arithmetic.
+
+    XLA's CPU backend evaluates float32 ``atan2`` element by element: 12 ns an element
+    against 0.3 ns for ``exp`` (this 2-core CPU, 285k elements), so the angles of IEEE
+    123's 278 nodes took a tenth of a batched three-phase power flow. Here the ratio of
+    the smaller to the larger of ``|x|, |y|`` is reduced to ``|u| <= tan(pi/8)`` and
+    Cephes' ``atanf`` polynomial applied, then the octant restored: within 3e-7 rad of
+    float64's ``arctan2`` (``tests/test_numerics.py``). Other dtypes take
+    ``jnp.arctan2``. ``arctan2(0, 0)`` is 0; the sign of a zero ``x`` is ignored. The
+    derivative is the exact one, ``(x dy - y dx) / (x^2 + y^2)``."""
+    y, x = jnp.asarray(y), jnp.asarray(x)
+    if jnp.result_type(y, x) != jnp.float32:
+        return jnp.arctan2(y, x)
+    ax, ay = jnp.abs(x), jnp.abs(y)
+    big, small = jnp.maximum(ax, ay), jnp.minimum(ax, ay)
+    t = small / jnp.where(big > 0, big, 1.0)  # in [0, 1]
+    reduced = t > _TAN_PI_8
+    u = jnp.where(reduced, (t - 1.0) / (t + 1.0), t)
+    z = u * u
+    c0, c1, c2, c3 = _ATAN_COEFFICIENTS
+    angle = (((c0 * z + c1) * z + c2) * z + c3) * z * u + u
+    angle = jnp.where(reduced, angle + np.pi / 4, angle)
+    angle = jnp.where(ay > ax, np.pi / 2 - angle, angle)
+    angle = jnp.where(x < 0, np.pi - angle, angle)
+    return jnp.where(jnp.signbit(y), -angle, angle)
+
+
+@arctan2.defjvp
+def _arctan2_jvp(primals, tangents):
+    y, x = primals
+    dy, dx = tangents
+    r2 = x * x + y * y
+    safe = jnp.where(r2 > 0, r2, 1.0)
+    return arctan2(y, x), jnp.where(r2 > 0, (x * dy - y * dx) / safe, 0.0)
+
+
+def angle(z: Array) -> Array:
+    """``jnp.angle(z)`` (radians) by :func:`arctan2`."""
+    return arctan2(jnp.imag(z), jnp.real(z))
 
 
 def interp_unit(x: Array, low, high) -> Array:

@@ -14,7 +14,7 @@ import jax.numpy as jnp
 
 from jaxgrid.grid.feeder import Feeder
 from jaxgrid.grid.result import PowerFlowResult
-from jaxgrid.numerics import full_precision
+from jaxgrid.numerics import arctan2, full_precision
 from jaxgrid.types import Array
 
 
@@ -28,5 +28,5 @@ def voltage_angles(feeder: Feeder, result: PowerFlowResult) -> Array:
     p = result.p_branch_mw / base
     q = result.q_branch_mvar / base
     v_from = result.vm_pu[feeder.branch_from] ** 2
-    drop = jnp.arctan2(x * p - r * q, v_from - r * p - x * q)
+    drop = arctan2(x * p - r * q, v_from - r * p - x * q)
     return -jnp.degrees(drop @ jnp.asarray(feeder.path, dtype))

@@ -156,6 +156,8 @@ class PortZbus:
             complex phase currents of each line at its first terminal (A, rows line by
             line, a phase the line lacks a zero row) per volt of source EMF, per pu of
             port injection and per pu of ``u``.
+        ll_e, ll_p, ll_u: the same for each bus's line-to-line voltages ab, bc, ca (V,
+            rows bus by bus, a pair the bus lacks a zero row).
     """
 
     port_node: Array
@@ -191,6 +193,9 @@ class PortZbus:
     h_e: Array
     h_p: Array
     h_u: Array
+    ll_e: Array
+    ll_p: Array
+    ll_u: Array
 
     @property
     def n_port(self) -> int:
@@ -333,17 +338,19 @@ def build_port_zbus(feeder: Feeder3, gen_nodes=(), gen_pairs=()) -> PortZbus:
         w_d=jnp.asarray(across_t @ w[ports], cplx),
         m_d=jnp.asarray(across_t @ m_t[ports], cplx),
         z_dt=jnp.asarray(across_t @ z_ports[:, tap_ports], cplx),
-        **_line_maps(feeder, vb, w, z_pu[:, ports], m_t, cplx),
+        **_output_maps(feeder, vb, w, z_pu[:, ports], m_t, cplx),
     )
 
 
-def _line_maps(feeder: Feeder3, vb, w, z_np, m_n, cplx) -> dict:
-    """``h_e``, ``h_p``, ``h_u``: each line's phase currents (A) at its first terminal
-    per volt of source EMF, per pu of port injection and per pu of ``u``, from the node
-    voltages' maps ``w``, ``z_np``, ``m_n`` (pu) and the lines' primitive admittances,
-    in float64; zero rows for the phases a line lacks. A switch's current is its
-    near-short admittance times a near-zero voltage difference: exact enough in float64,
-    where float32 needs the node's KCL instead."""
+def _output_maps(feeder: Feeder3, vb, w, z_np, m_n, cplx) -> dict:
+    """The results that are differences of node voltages, as float64 maps from the
+    source EMF (per volt), the port injections and ``u`` (per pu), built from the node
+    voltages' maps ``w``, ``z_np``, ``m_n`` (pu): ``h_*``, each line's phase currents
+    (A) at its first terminal (its primitive admittance times its terminals' voltages),
+    and ``ll_*``, each bus's line-to-line voltages ab, bc, ca (V); zero rows for a phase
+    or pair a line or bus lacks. Formed in float64, where float32 would subtract nearly
+    equal voltages: a switch's near-short admittance times a near-zero difference, a
+    delta feeder's phase-to-phase voltages."""
     v_map = np.concatenate([w, z_np, m_n], axis=1) * vb[:, None]  # V per unit
     volts = np.vstack([v_map, np.zeros((1, v_map.shape[1]))])  # ground: 0 V
     line = np.asarray(feeder.line_elem)
@@ -351,12 +358,19 @@ def _line_maps(feeder: Feeder3, vb, w, z_np, m_n, cplx) -> dict:
     rows = element_admittances64(feeder)[line[:, None], np.maximum(cond, 0)]  # (n_line, 3, K)
     h = np.einsum("lck,lkx->lcx", rows, volts[np.asarray(feeder.elem_nodes)[line]])
     h = np.where((cond >= 0)[:, :, None], h, 0.0).reshape(-1, v_map.shape[1])
+    nodes = np.asarray(feeder.bus_nodes)  # (n_bus, 3), -1 for a missing phase
+    at = np.where(nodes >= 0, nodes, feeder.n_node)
+    first, second = [0, 1, 2], [1, 2, 0]
+    pair = (nodes >= 0)[:, first] & (nodes >= 0)[:, second]
+    ll = volts[at[:, first]] - volts[at[:, second]]  # (n_bus, 3, 3 + n_port + n_t)
+    ll = np.where(pair[:, :, None], ll, 0.0).reshape(-1, v_map.shape[1])
     n_e, n_p = w.shape[1], z_np.shape[1]
-    return {
-        "h_e": jnp.asarray(h[:, :n_e], cplx),
-        "h_p": jnp.asarray(h[:, n_e : n_e + n_p], cplx),
-        "h_u": jnp.asarray(h[:, n_e + n_p :], cplx),
-    }
+    maps = {}
+    for name, m in (("h", h), ("ll", ll)):
+        maps[f"{name}_e"] = jnp.asarray(m[:, :n_e], cplx)
+        maps[f"{name}_p"] = jnp.asarray(m[:, n_e : n_e + n_p], cplx)
+        maps[f"{name}_u"] = jnp.asarray(m[:, n_e + n_p :], cplx)
+    return maps
 
 
 def _incidence(frm, to, vb_port) -> np.ndarray:
@@ -502,21 +516,24 @@ def port_power_flow(
             [-zbus.q_u, eye - zbus.q_p[:, t] * delta],
         ]
     )
-    s_inv_t = small_inverse(system).T  # no LAPACK on a CPU: see its docstring
+    # no LAPACK on a CPU (see small_inverse's docstring); the small products in real
+    # block form, as the large one (XLA's complex products of 18 columns took a tenth of
+    # an IEEE 123 iteration here)
+    s_inv_block = _real_block_t(small_inverse(system))
     # (Z_dd c, Z_td c, Q_d c) in one product (slices, not a gather, of its result)
     device_block = _real_block_t(jnp.concatenate([zbus.z_dd, zbus.z_td, zbus.q_d]))
-    couple_t = jnp.concatenate([zbus.m_d, zbus.z_dt], axis=1).T  # times (u, delta q)
+    couple_block = _real_block_t(jnp.concatenate([zbus.m_d, zbus.z_dt], axis=1))  # (u, delta q)
 
     def taps_from(zc, e_t, e_q):
         """``(u, q)`` of the tapped conductors, given ``device_block``'s product ``zc``
         with the device currents and the EMF's parts ``e_t``, ``e_q`` of the right-hand
         side."""
         rhs = jnp.concatenate([delta * (zc[n_dev : n_dev + n_t] + e_t), zc[n_dev + n_t :] + e_q])
-        return _vecmat(rhs, s_inv_t)
+        return _cmatvec(s_inv_block, rhs)
 
     def coupled(u_q):
         """The device voltages' move (V) by the windings' ``u`` and ``delta q``."""
-        return _vecmat(jnp.concatenate([u_q[:n_t], delta * u_q[n_t:]]), couple_t)
+        return _cmatvec(couple_block, jnp.concatenate([u_q[:n_t], delta * u_q[n_t:]]))
 
     e_q = _dot(zbus.q_e, emf)
     zero_c = jnp.zeros(n_dev + 2 * n_t, w_p.dtype)
@@ -592,11 +609,20 @@ def port_power_flow(
     # element voltages, no scatter for the switches' KCL)
     i_line = _dot(zbus.h_e, emf) + _cmatvec(_real_block_t(zbus.h_p), i_port)
     i_line = (i_line + _vecmat(u, zbus.h_u.T)).reshape(feeder.line_cond.shape)
+    v_ll = _dot(zbus.ll_e, emf) + _cmatvec(_real_block_t(zbus.ll_p), i_port)
+    v_ll = (v_ll + _vecmat(u, zbus.ll_u.T)).reshape(feeder.bus_nodes.shape)
     # the power injected into the network, which it loses: the source's, less what the
     # loads draw at the voltages across them, plus the generators'
     v_dev = _dot(zbus.w_d, emf) + zc[:n_dev] + coupled(u_q)
     s_source = jnp.sum(v_node[feeder.source_nodes] * jnp.conj(i_source))
     drawn = jnp.sum(v_dev[:n_lp] * jnp.conj(i_lp)) - jnp.sum(v_dev[n_lp:] * jnp.conj(i_gen))
     return network_result(
-        feeder, v_node, jnp.abs(i_line), jnp.real(s_source - drawn), s_source, mismatch, tol_pu
+        feeder,
+        v_node,
+        jnp.abs(i_line),
+        jnp.real(s_source - drawn),
+        s_source,
+        mismatch,
+        tol_pu,
+        v_ll,
     )

@@ -62,7 +62,7 @@ from flax import struct
 
 from jaxgrid.grid.implicit import implicit_complex_fixed_point
 from jaxgrid.grid.three_phase.feeder3 import Feeder3
-from jaxgrid.numerics import full_precision
+from jaxgrid.numerics import angle, full_precision
 from jaxgrid.types import Array, float_dtype
 
 S_BASE_VA = 1e6
@@ -208,8 +208,8 @@ def load_admittance(feeder: Feeder3, vd: Array, load_scale) -> Array:
 def source_emf(feeder: Feeder3) -> Array:
     """``(3,)`` complex EMF of the source, V line-to-neutral, positive sequence."""
     magnitude = feeder.source_vm_pu * feeder.source_kv * 1e3 / np.sqrt(3.0)
-    angle = jnp.deg2rad(feeder.source_angle_deg - 120.0 * jnp.arange(3))
-    return magnitude * jnp.exp(1j * angle)
+    phase = jnp.deg2rad(feeder.source_angle_deg - 120.0 * jnp.arange(3))
+    return magnitude * jnp.exp(1j * phase)
 
 
 @functools.partial(jax.jit, static_argnames=("n_iter", "join_switches"))
@@ -411,22 +411,24 @@ def flow_result(
 
 
 def network_result(
-    feeder, v, i_line_a, loss_w, s_source_va, mismatch, tol_pu
+    feeder, v, i_line_a, loss_w, s_source_va, mismatch, tol_pu, v_ll=None
 ) -> UnbalancedPowerFlowResult:
     """The :class:`UnbalancedPowerFlowResult` of node voltages ``v`` (``(n_node,)``
     complex, V), the lines' phase currents ``i_line_a`` (``(n_line, 3)``, A), the
     network's losses ``loss_w`` (W) and the power the source delivers ``s_source_va``
     (complex, VA): the bus quantities (line-to-line voltages, unbalance) and the
-    convergence verdict of the last iteration's ``mismatch`` (pu) against ``tol_pu``."""
+    convergence verdict of the last iteration's ``mismatch`` (pu) against ``tol_pu``.
+    ``v_ll`` (``(n_bus, 3)`` complex, V: ab, bc, ca, 0 for a pair a bus lacks) where the
+    caller has the line-to-line voltages more accurately than ``v``'s differences."""
     vb = feeder.vbase_v
-    v_ext = jnp.append(v, 0.0)
     vb_ext = jnp.append(vb, 1.0)
     present = feeder.bus_nodes >= 0
     at = jnp.where(present, feeder.bus_nodes, feeder.n_node)
-    v_bus = v_ext[at]
     first, second = jnp.array([0, 1, 2]), jnp.array([1, 2, 0])
-    v_ll = v_bus[:, first] - v_bus[:, second]
     pair = present[:, first] & present[:, second]
+    if v_ll is None:
+        v_bus = jnp.append(v, 0.0)[at]
+        v_ll = v_bus[:, first] - v_bus[:, second]
     vb_bus = jnp.max(jnp.where(present, vb_ext[at], 0.0), axis=1)
     vll_pu = jnp.where(pair, jnp.abs(v_ll) / (np.sqrt(3.0) * vb_bus[:, None]), 0.0)
     three = jnp.all(present, axis=1)
@@ -440,7 +442,7 @@ def network_result(
     return UnbalancedPowerFlowResult(
         v_volt=v,
         vm_pu=jnp.abs(v) / vb,
-        va_deg=jnp.rad2deg(jnp.angle(v)),
+        va_deg=jnp.rad2deg(angle(v)),
         vll_pu=vll_pu,
         vuf=vuf,
         lvur=lvur,
