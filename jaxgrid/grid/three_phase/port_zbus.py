@@ -86,7 +86,7 @@ from jaxgrid.grid.three_phase.upf import (
     UnbalancedPowerFlowResult,
     as_arrays,
     element_admittances64,
-    load_admittance,
+    load_admittance_parts,
     network_result,
     source_emf,
 )
@@ -550,21 +550,34 @@ def port_power_flow(
     dev_vbase = jnp.concatenate([feeder.load_vbase_v, zbus.gen_vbase_v])
     counted = jnp.concatenate([jnp.ones(n_lp, bool), generating])
 
-    def devices(v_dev):
-        """The currents (A) that the load phases and generators draw at the voltages
-        ``v_dev`` across them (V): the load phases' (and their deviation from ``Y_L0``)
-        and the generators'."""
-        vd, v_gen = v_dev[:n_lp], v_dev[n_lp:]
-        i_lp = load_admittance(feeder, vd, load_scale) * vd
-        v_safe = jnp.where(jnp.abs(v_gen) > 0, v_gen, 1.0)
-        i_gen = jnp.where(generating, jnp.conj(s_gen / v_safe), 0.0)
-        return i_lp, i_gen, jnp.concatenate([zbus.y_load0 * vd - i_lp, i_gen])
+    vb_lp = feeder.load_vbase_v
+    g0, b0 = jnp.real(zbus.y_load0) * vb_lp, jnp.imag(zbus.y_load0) * vb_lp
+
+    def devices(x):
+        """At the device voltages ``x`` (pu of their bases): the currents (A) the load
+        phases draw, the generators inject (``conj(S / V)``), and the devices'
+        deviation from ``Y_L0`` (what the ports see), in real arithmetic."""
+        xr, xi = jnp.real(x), jnp.imag(x)
+        lr, li = xr[:n_lp], xi[:n_lp]
+        g, b = load_admittance_parts(feeder, jnp.sqrt(lr * lr + li * li), load_scale)
+        g, b = g * vb_lp, b * vb_lp  # amperes per pu
+        i_lp = jax.lax.complex(g * lr - b * li, g * li + b * lr)
+        dg, db = g0 - g, b0 - b
+        deviation = jax.lax.complex(dg * lr - db * li, dg * li + db * lr)
+        gr, gi = xr[n_lp:], xi[n_lp:]
+        m2 = gr * gr + gi * gi
+        per = jnp.where(
+            generating & (m2 > 0), 1.0 / (jnp.where(m2 > 0, m2, 1.0) * zbus.gen_vbase_v), 0.0
+        )
+        sr, si = jnp.real(s_gen), jnp.imag(s_gen)
+        i_gen = jax.lax.complex((sr * gr + si * gi) * per, (sr * gi - si * gr) * per)
+        return i_lp, i_gen, jnp.concatenate([deviation, i_gen])
 
     def fixed_point_map(x):
         """One sweep ``V_d <- w + Z (I(V_d))`` on the device voltages ``x`` in pu of
         their bases (so that Anderson's fit weighs a 480 V load as a 2.4 kV one): the
         new ones and the largest change of a load phase's or generator's voltage, pu."""
-        zc = _cmatvec(device_block, devices(x * dev_vbase)[2])
+        zc = _cmatvec(device_block, devices(x)[2])
         x_new = (w_eff + zc[:n_dev] + coupled(taps_from(zc, 0.0, 0.0))) / dev_vbase
         change = jnp.abs(x_new - x)
         return x_new, jnp.max(jnp.where(counted, change, 0.0), initial=0.0)
@@ -597,7 +610,7 @@ def port_power_flow(
     finite = jnp.all(jnp.isfinite(x.real) & jnp.isfinite(x.imag)) & jnp.isfinite(mismatch)
     x = jnp.where(finite, x, v0)
     mismatch = jnp.where(finite, mismatch, huge)
-    i_lp, i_gen, current = devices(x * dev_vbase)
+    i_lp, i_gen, current = devices(x)
     zc = _cmatvec(device_block, current)
     u_q = taps_from(zc, w_p[t], e_q)
     u, q = u_q[:n_t], u_q[n_t:]

@@ -163,31 +163,38 @@ def nodal_admittance(feeder: Feeder3) -> Array:
 def load_admittance(feeder: Feeder3, vd: Array, load_scale) -> Array:
     """``(n_lp,)`` complex admittance ``I / Vd`` of each load phase at voltage ``vd`` (V),
     S: OpenDSS's load models (see the module docstring) at ``load_scale`` times the
-    nominal power.
+    nominal power (:func:`load_admittance_parts`)."""
+    g, b = load_admittance_parts(feeder, jnp.abs(vd) / feeder.load_vbase_v, load_scale)
+    return jax.lax.complex(g, b)
+
+
+def load_admittance_parts(feeder: Feeder3, vm_pu: Array, load_scale) -> tuple[Array, Array]:
+    """``(n_lp,)`` conductance and susceptance (S) of each load phase at the magnitude
+    ``vm_pu`` of the voltage across it (pu of its base): :func:`load_admittance` in real
+    arithmetic.
 
     Every form is the nominal admittance ``Y_eq = G + jB`` times a real factor of
     ``|Vd|`` (one for ``G``, one for ``B``: they differ only in a CVR load's exponents),
-    so the factors are computed in real arithmetic, with one reciprocal and one
-    logarithm of ``|Vd|`` a load phase: written as complex divisions and powers, these
-    were two thirds of a port Z-bus iteration on IEEE 123 (1024 solves, this 2-core CPU).
+    so the factors are computed with one reciprocal and one logarithm of ``|Vd|`` a load
+    phase: written as complex divisions and powers, these were two thirds of a port
+    Z-bus iteration on IEEE 123 (1024 solves, this 2-core CPU).
     """
     vbase = feeder.load_vbase_v
     g_eq = feeder.load_p_w * load_scale / vbase**2
     b_eq = -feeder.load_q_var * load_scale / vbase**2
-    vm = jnp.maximum(jnp.abs(vd), 1e-6 * vbase)
-    v_low = feeder.load_vlowpu * vbase
-    v_min = feeder.load_vminpu * vbase
+    vm = jnp.maximum(vm_pu, 1e-6)
+    v_low, v_min = feeder.load_vlowpu, feeder.load_vminpu
     below_low = vm <= v_low
     below_min = vm <= v_min
-    above_max = vm > feeder.load_vmaxpu * vbase
+    above_max = vm > feeder.load_vmaxpu
     inv_vm = 1.0 / vm
     # below vminpu: a current falling linearly to the constant impedance's at vlowpu,
     # ``(v_low + c (vm - v_low)) / vm`` times Y_eq, c set by the form's current at vminpu
-    ramp_p = (v_min / feeder.load_vminpu**2 - v_low) / (v_min - v_low)
-    ramp_i = (vbase - v_low) / (v_min - v_low)
+    ramp_p = (1.0 / v_min - v_low) / (v_min - v_low)
+    ramp_i = (1.0 - v_low) / (v_min - v_low)
     low_p = (v_low + ramp_p * (vm - v_low)) * inv_vm
     low_i = (v_low + ramp_i * (vm - v_low)) * inv_vm
-    log_vm = jnp.log(vm / vbase)
+    log_vm = jnp.log(vm)
     cvr_g = jnp.exp((feeder.load_p_exp - 2.0) * log_vm)
     cvr_b = jnp.exp((feeder.load_q_exp - 2.0) * log_vm)
 
@@ -198,11 +205,11 @@ def load_admittance(feeder: Feeder3, vd: Array, load_scale) -> Array:
 
     power_g = form(low_p, 1.0 / feeder.load_vmaxpu**2, cvr_g)
     power_b = form(low_p, 1.0 / feeder.load_vmaxpu**2, cvr_b)
-    current = form(low_i, 1.0 / feeder.load_vmaxpu, vbase * inv_vm)
+    current = form(low_i, 1.0 / feeder.load_vmaxpu, inv_vm)
     zp, zq = feeder.load_zip_p, feeder.load_zip_q
     g = g_eq * (zp[:, 0] + zp[:, 1] * current + zp[:, 2] * power_g)
     b = b_eq * (zq[:, 0] + zq[:, 1] * current + zq[:, 2] * power_b)
-    return jax.lax.complex(g, b)
+    return g, b
 
 
 def source_emf(feeder: Feeder3) -> Array:
