@@ -124,8 +124,6 @@ class PortZbus:
             ``Y_s (E - V_s)`` with ``V_s`` written out, so float32 never forms ``E - V_s``
             (the source's 1e3-1e4 pu admittance times a difference of nearly equal
             voltages).
-        load_from, load_to: ``(n_lp,)`` int32 port of each load phase's two terminals
-            (``n_port`` = ground).
         load_inc, gen_inc: ``(n_port, n_lp)``, ``(n_port, n_gen)`` real incidence of
             each load phase's and generator's current (A) in the ports' injections (pu):
             ``vb / S`` at the ``from`` port, ``-vb / S`` at the ``to`` port.
@@ -167,8 +165,6 @@ class PortZbus:
     w_n: Array
     src_e: Array
     src_p: Array
-    load_from: Array
-    load_to: Array
     load_inc: Array
     gen_inc: Array
     y_load0: Array
@@ -315,8 +311,6 @@ def build_port_zbus(feeder: Feeder3, gen_nodes=(), gen_pairs=()) -> PortZbus:
         w_n=jnp.asarray(w, cplx),
         src_e=jnp.asarray(src_e, cplx),
         src_p=jnp.asarray(-y_src @ (vb[src, None] * z_pu[np.ix_(src, ports)]), cplx),
-        load_from=jnp.asarray(port_of[frm]),
-        load_to=jnp.asarray(port_of[to]),
         load_inc=jnp.asarray(load_inc, real),
         gen_inc=jnp.asarray(gen_inc, real),
         y_load0=jnp.asarray(y_load0, cplx),
