@@ -1,6 +1,6 @@
 """Batched unbalanced power flow: jaxgrid's solvers against OpenDSS, side by side.
 
-    python benchmarks/three_phase_speed.py [--batch 1024] [--quick] [ieee13 ieee123 ...]
+    python benchmarks/three_phase_speed.py [--batch 1024] [--quick] [--paired ROUNDS] [ieee13 ieee123 ...]
 
 For each feeder, ``batch`` load situations, each load (OpenDSS ``Load``) at its own
 multiplier drawn uniformly from 0.7-1.3 (fixed seed), the regulators at the feeder's
@@ -10,6 +10,10 @@ fixed taps:
   load's kW and kvar set through the ``Loads`` interface before each solve ("per load"),
   and the same with one ``loadmult`` change instead ("loadmult"); solves/s over
   ``min(batch, 256)`` solves (``--quick``: 32).
+``--paired ROUNDS`` times only the port solver against OpenDSS per load, alternated round by
+round (64 OpenDSS solves, then one batched call), and reports the median and range of the
+rounds' ratios: single runs of either on this shared machine move by up to a third.
+
 - **jaxgrid**: ``jax.jit(jax.vmap(solver))`` over the batch, as users write it, the median
   of repeated calls (compilation timed apart): ``port_power_flow`` (the port Z-bus, its
   default 10 fixed iterations, float32), ``unbalanced_power_flow`` (an LU of the nodal
@@ -49,9 +53,11 @@ def load_multipliers(feeder, batch: int, seed: int = 0):
     return per_load, per_load[:, np.asarray(feeder.load_id)]
 
 
-def opendss_rates(name: str, per_load, solves: int):
-    """OpenDSS solves/s per load and with ``loadmult``, and its voltages (pu, the feeder's
-    node order) of the first ``N_CHECK`` members."""
+def opendss_session(name: str):
+    """``(engine, set_loads)``: an OpenDSS engine with the bundled ``name`` compiled at
+    the feeder's fixed taps, and ``set_loads(row)``, which sets each of its loads to
+    ``row`` (``(n_load,)`` multipliers, the feeder's load order) times its nominal kW
+    and kvar."""
     import numpy as np
 
     from jaxgrid.grid.three_phase import bundled_master, load_feeder3, tap_commands
@@ -64,15 +70,13 @@ def opendss_rates(name: str, per_load, solves: int):
     taps = dict(zip(feeder.regulator_names, np.asarray(feeder.tap_pu).tolist()))
     for command in tap_commands(taps):
         engine.Text.Command = command
-    circuit = engine.ActiveCircuit
-    loads = circuit.Loads
+    loads = engine.ActiveCircuit.Loads
     names = [n.lower() for n in loads.AllNames]
     order = [names.index(n) + 1 for n in feeder.load_names]
     base = []
     for idx in order:
         loads.idx = idx
         base.append((loads.kW, loads.kvar))
-    vbase = np.asarray(feeder.vbase_v)
 
     def set_loads(row):
         for k, idx in enumerate(order):
@@ -80,6 +84,32 @@ def opendss_rates(name: str, per_load, solves: int):
             loads.kW = base[k][0] * row[k]
             loads.kvar = base[k][1] * row[k]
 
+    return engine, set_loads
+
+
+def opendss_per_load(engine, set_loads, rows) -> float:
+    """Seconds OpenDSS takes to solve ``rows`` (``(solves, n_load)`` multipliers) one
+    after another, each load set before each solve, at its default tolerance."""
+    engine.Text.Command = "set tolerance=1e-4"  # OpenDSS's default, for the timing
+    engine.Text.Command = "set maxiterations=15"
+    solution = engine.ActiveCircuit.Solution
+    t0 = time.perf_counter()
+    for row in rows:
+        set_loads(row)
+        solution.Solve()
+    return time.perf_counter() - t0
+
+
+def opendss_rates(name: str, per_load, solves: int):
+    """OpenDSS solves/s per load and with ``loadmult``, and its voltages (pu, the feeder's
+    node order) of the first ``N_CHECK`` members."""
+    import numpy as np
+
+    from jaxgrid.grid.three_phase import load_feeder3
+
+    engine, set_loads = opendss_session(name)
+    circuit = engine.ActiveCircuit
+    vbase = np.asarray(load_feeder3(name).vbase_v)
     engine.Text.Command = "set tolerance=1e-12"
     engine.Text.Command = "set maxiterations=500"
     reference = []
@@ -88,20 +118,42 @@ def opendss_rates(name: str, per_load, solves: int):
         circuit.Solution.Solve()
         volts = np.asarray(circuit.AllBusVolts)
         reference.append(np.abs(volts[0::2] + 1j * volts[1::2]) / vbase)
-    engine.Text.Command = "set tolerance=1e-4"  # OpenDSS's default, for the timing
-    engine.Text.Command = "set maxiterations=15"
-    t0 = time.perf_counter()
-    for b in range(solves):
-        set_loads(per_load[b])
-        circuit.Solution.Solve()
-    rate_per_load = solves / (time.perf_counter() - t0)
-    set_loads(np.ones(len(order)))
+    rate_per_load = solves / opendss_per_load(engine, set_loads, per_load[:solves])
+    set_loads(np.ones(per_load.shape[1]))
     t0 = time.perf_counter()
     for b in range(solves):
         circuit.Solution.LoadMult = float(per_load[b, 0])
         circuit.Solution.Solve()
     rate_loadmult = solves / (time.perf_counter() - t0)
     return rate_per_load, rate_loadmult, np.array(reference)
+
+
+def paired_rounds(name: str, per_load, per_lp, rounds: int, solves: int = 64):
+    """``(OpenDSS solves/s, port solver solves/s, ratio)`` medians and the ratio's range
+    over ``rounds`` rounds, each timing ``solves`` OpenDSS solves (each load set) and one
+    call of ``jax.jit(jax.vmap(port_power_flow))`` over the batch, one after the other:
+    a slow spell of this shared machine then moves both sides of a round's ratio."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    from jaxgrid.grid.three_phase import build_port_zbus, load_feeder3, port_power_flow
+
+    feeder = load_feeder3(name)
+    zbus = build_port_zbus(feeder)
+    solve = jax.jit(jax.vmap(lambda s: port_power_flow(zbus, feeder, s)))
+    scales = jnp.asarray(per_lp, jnp.float32)
+    jax.block_until_ready(solve(scales))
+    engine, set_loads = opendss_session(name)
+    dss, ours = [], []
+    for r in range(rounds):
+        rows = per_load[np.arange(r * solves, (r + 1) * solves) % len(per_load)]
+        dss.append(solves / opendss_per_load(engine, set_loads, rows))
+        t0 = time.perf_counter()
+        jax.block_until_ready(solve(scales))
+        ours.append(len(per_lp) / (time.perf_counter() - t0))
+    ratio = np.array(ours) / np.array(dss)
+    return np.median(dss), np.median(ours), np.median(ratio), ratio.min(), ratio.max()
 
 
 def jaxgrid_rows(name: str, per_lp, repeats: int):
@@ -157,7 +209,16 @@ def main() -> None:
     parser.add_argument("feeders", nargs="*", default=["ieee13", "ieee123"])
     parser.add_argument("--batch", type=int, default=1024)
     parser.add_argument("--quick", action="store_true", help="fewer OpenDSS solves and repeats")
+    parser.add_argument(
+        "--paired",
+        type=int,
+        metavar="ROUNDS",
+        help="only the port solver against OpenDSS, their timed runs alternated ROUNDS times",
+    )
     args = parser.parse_args()
+    if args.paired:
+        _paired_table(args.feeders, args.batch, args.paired)
+        return
     import jax
     import numpy as np
 
@@ -196,6 +257,20 @@ def main() -> None:
             f"{feeder.n_node} nodes, "
             f"{port_flops(zbus, feeder):.2g} FLOPs a solve) | | | | | |"
         )
+
+
+def _paired_table(feeders, batch: int, rounds: int) -> None:
+    from jaxgrid.grid.three_phase import load_feeder3
+
+    print(f"B = {batch}; {rounds} rounds of 64 OpenDSS solves and one port_power_flow call.\n")
+    print(
+        "| feeder | OpenDSS per load, solves/s | port_power_flow, solves/s | ratio, median | ratio, range |"
+    )
+    print("|---|---|---|---|---|")
+    for name in feeders:
+        per_load, per_lp = load_multipliers(load_feeder3(name), batch)
+        dss, ours, ratio, low, high = paired_rounds(name, per_load, per_lp, rounds)
+        print(f"| {name} | {dss:.3g} | {ours:.3g} | {ratio:.1f} | {low:.1f}-{high:.1f} |")
 
 
 if __name__ == "__main__":
