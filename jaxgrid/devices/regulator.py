@@ -61,7 +61,7 @@ from jaxgrid.grid.three_phase.upf import (
     N_ITER,
     UnbalancedPowerFlowResult,
     as_arrays,
-    element_admittances,
+    regulator_admittances,
     unbalanced_power_flow,
 )
 from jaxgrid.smooth import soft_clip, soft_round
@@ -160,7 +160,7 @@ def regulator_voltage(
     feeder = as_arrays(feeder)
     v_ext = jnp.append(result.v_volt, 0.0)
     v_pt = (v_ext[settings.pt_node_from] - v_ext[settings.pt_node_to]) / settings.pt_ratio
-    y_reg = element_admittances(feeder)[feeder.reg_elem]  # (n_reg, K, K)
+    y_reg = regulator_admittances(feeder)  # (n_reg, K, K)
     v_reg = v_ext[feeder.elem_nodes[feeder.reg_elem]]  # (n_reg, K)
     row = jnp.take_along_axis(y_reg, settings.ct_conductor[:, None, None], axis=1)[:, 0]
     i_ct = jnp.sum(row * v_reg, axis=-1)

@@ -127,10 +127,19 @@ def element_admittances(feeder: Feeder3) -> Array:
     """``(n_elem, K, K)`` complex primitive admittances, S, regulators at ``tap_pu``."""
     feeder = as_arrays(feeder)
     y = feeder.elem_g_s + 1j * feeder.elem_b_s
+    return y.at[feeder.reg_elem].set(regulator_admittances(feeder))
+
+
+def regulator_admittances(feeder: Feeder3) -> Array:
+    """``(n_reg, K, K)`` complex primitive admittances of the regulators at ``tap_pu``, S:
+    ``D A D + B`` with ``D = 1 / tap`` on the tapped winding. Apart from
+    :func:`element_admittances` for callers that need the regulators only: with taps
+    per environment under ``vmap``, every element's matrix was broadcast to every
+    environment (a tenth of a ``voltage123-v0`` step)."""
+    feeder = as_arrays(feeder)
+    y = feeder.elem_g_s[feeder.reg_elem] + 1j * feeder.elem_b_s[feeder.reg_elem]
     d = jnp.where(feeder.reg_tapped, 1.0 / feeder.tap_pu[:, None], 1.0)
-    y_reg = d[:, :, None] * y[feeder.reg_elem] * d[:, None, :]
-    y_reg = y_reg + (feeder.reg_g0_s + 1j * feeder.reg_b0_s)
-    return y.at[feeder.reg_elem].set(y_reg)
+    return d[:, :, None] * y * d[:, None, :] + (feeder.reg_g0_s + 1j * feeder.reg_b0_s)
 
 
 def element_admittances64(feeder: Feeder3) -> np.ndarray:
