@@ -2,6 +2,7 @@
 load scenarios, and accuracy on IEEE 123 against OpenDSS.
 
     python benchmarks/powerzoojax_three_phase.py --powerzoojax /tmp/pzj [--batch 1024]
+        [--paired ROUNDS]
 
 PowerZooJax (PZJ, MIT, not on PyPI) is read from a checkout at ``--powerzoojax``; this
 script imports it and calls it, it copies none of it. What is called:
@@ -117,6 +118,8 @@ def powerzoojax_rate(
     ``consistent_units``, on the diagnostic case of :func:`_consistent_units`, whose
     ten times larger loads take more iterations).
 
+    With ``repeats`` 0, the compiled call and its input instead (:func:`paired_rounds`).
+
     Returns a dict: ``solves_per_s`` (batch / median seconds of a call), ``median_s``,
     ``compile_s`` (first call: compilation and one run), ``max_iter`` and ``tol`` (PZJ's
     shipped ``bfs_max_iter`` and ``bfs_tol``, max |dV| in pu), ``iterations`` (min, max)
@@ -139,6 +142,8 @@ def powerzoojax_rate(
         return res.v_mag, res.iterations, res.converged
 
     solve = jax.jit(jax.vmap(one))
+    if repeats == 0:  # the prepared call, for paired rounds
+        return solve, mult
     median_s, first_s, (v, iters, conv) = median_time(solve, (mult,), repeats, min_time=0.0)
     iters = np.asarray(iters)
     return {
@@ -158,7 +163,8 @@ def jaxgrid_rate(batch: int = 1024, repeats: int = 7) -> dict:
     """jaxgrid's ``port_power_flow`` on the bundled IEEE 123 at its published taps, one
     multiplier per load phase (uniform 0.7-1.3, seed 0): the same keys as
     :func:`powerzoojax_rate` (``max_iter`` is its fixed iteration count, ``tol`` its
-    float32 convergence tolerance, ``iterations`` that count)."""
+    float32 convergence tolerance, ``iterations`` that count); with ``repeats`` 0, the
+    compiled call and its input."""
     import jax
     import jax.numpy as jnp
 
@@ -175,6 +181,8 @@ def jaxgrid_rate(batch: int = 1024, repeats: int = 7) -> dict:
         return res.vm_pu, res.converged
 
     solve = jax.jit(jax.vmap(one))
+    if repeats == 0:  # the prepared call, for paired rounds
+        return solve, mult
     median_s, first_s, (v, conv) = median_time(solve, (mult,), repeats, min_time=0.0)
     return {
         "batch": batch,
@@ -187,6 +195,36 @@ def jaxgrid_rate(batch: int = 1024, repeats: int = 7) -> dict:
         "converged": float(np.mean(np.asarray(conv))),
         "dtype": str(v.dtype),
     }
+
+
+def paired_rounds(pzj_path, batch: int, rounds: int) -> dict:
+    """Per solver, the median solves/s over ``rounds`` rounds in which each of the three
+    calls runs once, one after the other, and jaxgrid's ratio to each PowerZooJax row
+    (median and range of the rounds' ratios): a slow spell of this shared machine then
+    moves both sides of a round's ratio alike (single runs moved by a third here)."""
+    import time
+
+    import jax
+
+    calls = {
+        "shipped": powerzoojax_rate(pzj_path, batch, 0),
+        "consistent": powerzoojax_rate(pzj_path, batch, 0, consistent_units=True),
+        "jaxgrid": jaxgrid_rate(batch, 0),
+    }
+    for solve, mult in calls.values():
+        jax.block_until_ready(solve(mult))  # compile
+    rates = {name: [] for name in calls}
+    for _ in range(rounds):
+        for name, (solve, mult) in calls.items():
+            t0 = time.perf_counter()
+            jax.block_until_ready(solve(mult))
+            rates[name].append(batch / (time.perf_counter() - t0))
+    ours = np.array(rates["jaxgrid"])
+    out = {name: float(np.median(r)) for name, r in rates.items()}
+    for name in ("shipped", "consistent"):
+        ratio = ours / np.array(rates[name])
+        out[f"ratio_{name}"] = (float(np.median(ratio)), float(ratio.min()), float(ratio.max()))
+    return out
 
 
 def _opendss_ieee123() -> dict:
@@ -449,8 +487,25 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=1024)
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--no-accuracy", action="store_true", help="speed only (no OpenDSS)")
+    parser.add_argument(
+        "--paired", type=int, metavar="ROUNDS", help="speed only, the three calls alternated"
+    )
     args = parser.parse_args()
     import jax
+
+    if args.paired:
+        r = paired_rounds(args.powerzoojax, args.batch, args.paired)
+        print(f"Batch {args.batch}, {args.paired} rounds of one call each, median solves/s.\n")
+        print("| PowerZooJax as shipped | consistent units | jaxgrid port_power_flow |", end="")
+        print(" jaxgrid / shipped | jaxgrid / consistent |")
+        print("|---|---|---|---|---|")
+        cells = [f"{r[k]:.3g}" for k in ("shipped", "consistent", "jaxgrid")]
+        cells += [
+            f"{m:.2f} ({lo:.2f}-{hi:.2f})"
+            for m, lo, hi in (r["ratio_shipped"], r["ratio_consistent"])
+        ]
+        print("| " + " | ".join(cells) + " |")
+        return
 
     rates = {
         "PowerZooJax bfs_3phase_power_flow, case123 as shipped": powerzoojax_rate(
