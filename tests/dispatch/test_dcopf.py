@@ -283,6 +283,41 @@ def test_commitment_and_monitored_lines():
     assert len(monitored_branches(network)) == 6
 
 
+def _loops(jaxpr):
+    """The ``(primitive name, scan length or None)`` of every loop in ``jaxpr``, nested
+    ones included."""
+    from jax.extend import core as jax_core
+
+    found = []
+    for eqn in jaxpr.eqns:
+        if eqn.primitive.name in ("scan", "while"):
+            found.append((eqn.primitive.name, eqn.params.get("length")))
+        for value in eqn.params.values():
+            for sub in value if isinstance(value, (list, tuple)) else (value,):
+                if isinstance(sub, jax_core.ClosedJaxpr):
+                    found += _loops(sub.jaxpr)
+                elif isinstance(sub, jax_core.Jaxpr):
+                    found += _loops(sub)
+    return found
+
+
+def test_the_interior_point_ends_when_every_problem_has_converged():
+    """The iterations are a loop that ends once the batch has converged (a
+    ``while_loop`` bounded by the budget), not a scan over the whole budget: case118's
+    problems converge in 11-26 of the 40 allowed, and running all 40 cost tso118-v0 a
+    quarter to a third of its speed. The solution is the same either way."""
+    network = network_from_matpower("case118")
+    jaxpr = jax.make_jaxpr(lambda p: dcopf(network, p, iterations=37))(
+        np.asarray(network.pd_mw, np.float32)
+    )
+    loops = _loops(jaxpr.jaxpr)
+    assert ("scan", 37) not in loops and any(kind == "while" for kind, _ in loops)
+    result = jax.jit(lambda p: dcopf(network, p, iterations=37))(
+        np.asarray(network.pd_mw, np.float32)
+    )
+    assert bool(result.converged) and int(result.iterations) < 37
+
+
 @full_only
 def test_float32_by_default_is_close():
     with x64():
