@@ -39,7 +39,10 @@ enter only through ``N' V_P``, so the host also forms, in float64, ``Z_dd = N' Z
 (ohms), ``W_d = N' W_P``, and the regulators' terms seen from the devices (``Z_td``,
 ``Q_d``, ``M_d``, ``Z_dt``): an iteration is ``V_d <- W_d E + Z_dd c(V_d) + C_d (u, q)``,
 accelerated by Anderson's method (:func:`anderson_step`), in pu of each device's base.
-The ports' injections and every node's voltage are one product each at the end. What
+The ports' injections are one product at the end, and every node's voltage, each line's
+phase currents and each bus's line-to-line voltages one product each with them (float64
+maps of the same injections, :func:`_output_maps`: in float32 a line's current as its
+admittance times a difference of node voltages was 7 A off of 710 on IEEE 123). What
 float32 carries is the product of exact float64 numbers (``Z``, ``W``) with the
 injections, so its error is relative to the voltage drop, not to the matrix's condition:
 on IEEE 123 float32 is within 1e-6 pu of OpenDSS at any taps (measured in
@@ -58,8 +61,8 @@ Cost per iteration: one complex ``(n_dev + 2 n_t) x n_dev`` matrix-vector produc
 tapped conductors, 8.6e4 FLOPs), the taps' ``2 n_t`` system's inverse times a vector and
 the rank-``2 n_t`` correction (``32 n_t^2 + 16 n_dev n_t``, 1.6e4), the loads' models
 (one reciprocal, logarithm and two exponentials a load phase); plus ``8 n_port n_dev``
-and ``8 n_node n_port`` once at the end (8.6e4 and 2.5e5) and the ``2 n_t`` system's
-inverse once per tap setting. Every device-sized matrix is shared by a batch, so under
+and ``8 (n_node + 3 n_line + 3 n_bus) n_port`` once at the end (8.6e4 and 9.5e5) and the
+``2 n_t`` system's inverse once per tap setting. Every device-sized matrix is shared by a batch, so under
 ``vmap`` the products are matrix-matrix products over the batch
 (``benchmarks/three_phase_speed.py``), also when each environment has its own taps.
 Iterating on the ports instead (113 on IEEE 123) took three more products an iteration,
