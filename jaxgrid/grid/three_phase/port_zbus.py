@@ -41,7 +41,7 @@ enter only through ``N' V_P``, so the host also forms, in float64, ``Z_dd = N' Z
 accelerated by Anderson's method (:func:`anderson_step`), in pu of each device's base.
 The ports' injections are one product at the end, and every node's voltage, each line's
 phase currents and each bus's line-to-line voltages one product each with them (float64
-maps of the same injections, :func:`_output_maps`: in float32 a line's current as its
+maps of the same injections, built with the model: in float32 a line's current as its
 admittance times a difference of node voltages was 7 A off of 710 on IEEE 123). What
 float32 carries is the product of exact float64 numbers (``Z``, ``W``) with the
 injections, so its error is relative to the voltage drop, not to the matrix's condition:
