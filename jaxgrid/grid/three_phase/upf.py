@@ -96,6 +96,7 @@ class UnbalancedPowerFlowResult:
             and ``mismatch_pu`` the largest float.
         mismatch_pu: ``()`` largest change of a load phase's voltage (pu of its base) or
             a generator's in the last iteration.
+        iterations: ``()`` int32 fixed-point iterations run.
     """
 
     v_volt: Array
@@ -111,6 +112,7 @@ class UnbalancedPowerFlowResult:
     q_source_kvar: Array
     converged: Array
     mismatch_pu: Array
+    iterations: Array
 
 
 def as_arrays(feeder: Feeder3) -> Feeder3:
@@ -384,19 +386,17 @@ def unbalanced_power_flow(
     v = jnp.where(finite, v, jnp.where(is_finite(v0), v0, flat))
     mismatch = jnp.where(finite, mismatch, huge)
     i_dev, _, _ = device_injection(v)
-    return flow_result(feeder, v, y_elem, i_dev[:n], mismatch, tol_pu)
+    return flow_result(feeder, v, y_elem, i_dev[:n], mismatch, tol_pu, n_iter)
 
 
 @full_precision
 def flow_result(
-    feeder, v, y_elem, i_dev, mismatch, tol_pu, i_source=None
+    feeder, v, y_elem, i_dev, mismatch, tol_pu, iterations
 ) -> UnbalancedPowerFlowResult:
     """The :class:`UnbalancedPowerFlowResult` of node voltages ``v`` (``(n_node,)``
     complex, V) with the devices' (loads', generators') current ``i_dev`` into each node
-    (``(n_node,)``, A), the elements' admittances ``y_elem`` (S), the last iteration's
-    ``mismatch`` (pu) and the tolerance ``tol_pu`` it is held to; ``i_source`` (``(3,)``,
-    A) is the current the source delivers into the network where the caller has it
-    more accurately than the network side's KCL gives it."""
+    (``(n_node,)``, A), the elements' admittances ``y_elem`` (S), the last of
+    ``iterations``' ``mismatch`` (pu) and the tolerance ``tol_pu`` it is held to."""
     v_ext = jnp.append(v, 0.0)
     v_elem = v_ext[feeder.elem_nodes]
     # full precision: XLA's GPU backend runs float32 products in TF32 otherwise
@@ -409,8 +409,7 @@ def flow_result(
     # what the source delivers, from the network side: the source's own 1e3-1e4 pu
     # admittance times E - V would cancel away float32's digits
     src = feeder.source_nodes
-    if i_source is None:
-        i_source = i_other[src]
+    i_source = i_other[src]
     i_inj = i_dev.at[src].add(i_source)
     left_over = jnp.append(i_inj, 0.0) - i_other
     i_elem = jnp.where(feeder.elem_switch[:, None], left_over[feeder.elem_nodes], i_elem)
@@ -423,18 +422,19 @@ def flow_result(
     # float32 the sum of each element's v * conj(i) loses its digits to cancellation
     loss_w = jnp.real(jnp.vdot(i_inj, v, precision=full))
     s_src = jnp.sum(v[src] * jnp.conj(i_source))
-    return network_result(feeder, v, i_line_a, loss_w, s_src, mismatch, tol_pu)
+    return network_result(feeder, v, i_line_a, loss_w, s_src, mismatch, tol_pu, iterations)
 
 
 def network_result(
-    feeder, v, i_line_a, loss_w, s_source_va, mismatch, tol_pu, v_ll=None
+    feeder, v, i_line_a, loss_w, s_source_va, mismatch, tol_pu, iterations, v_ll=None
 ) -> UnbalancedPowerFlowResult:
     """The :class:`UnbalancedPowerFlowResult` of node voltages ``v`` (``(n_node,)``
     complex, V), the lines' phase currents ``i_line_a`` (``(n_line, 3)``, A), the
     network's losses ``loss_w`` (W) and the power the source delivers ``s_source_va``
     (complex, VA): the bus quantities (line-to-line voltages, unbalance) and the
-    convergence verdict of the last iteration's ``mismatch`` (pu) against ``tol_pu``.
-    ``v_ll`` (``(n_bus, 3)`` complex, V: ab, bc, ca, 0 for a pair a bus lacks) where the
+    convergence verdict of the last iteration's ``mismatch`` (pu) against ``tol_pu``
+    after ``iterations``. ``v_ll`` (``(n_bus, 3)`` complex, V: ab, bc, ca, 0 for a pair a
+    bus lacks) where the
     caller has the line-to-line voltages more accurately than ``v``'s differences."""
     vb = feeder.vbase_v
     vb_ext = jnp.append(vb, 1.0)
@@ -469,4 +469,5 @@ def network_result(
         q_source_kvar=jnp.imag(s_source_va) / 1e3,
         converged=mismatch < tol_pu,
         mismatch_pu=mismatch,
+        iterations=jnp.asarray(iterations, jnp.int32),
     )
