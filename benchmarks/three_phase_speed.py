@@ -22,10 +22,10 @@ rounds' ratios: single runs of either on this shared machine move by up to a thi
 
 Accuracy beside speed: the largest voltage difference (pu) from OpenDSS's own solution
 over the first members of the batch (OpenDSS at tolerance 1e-12), or "-" without OpenDSS.
-FLOPs per solve of the port solver: ``(n_iter + 1) (8 (d + 2 n_t) d + 32 n_t^2 + 16 d n_t) +
-8 m d + 8 (n + 3 l + 3 b) m`` real operations (``d`` devices, ``m`` ports, ``n_t`` tapped
-conductors, ``n`` nodes, ``l`` lines, ``b`` buses: the sweeps and the last currents' product,
-the ports' injections, then every node's voltage, line phase current and line-to-line
+FLOPs per solve of the port solver at its most iterations: ``(n_iter + 1) (8 (d + 2 n_t) d +
+32 n_t^2 + 16 d n_t) + 8 (n + 3 l + 3 b) (d + n_t)`` real operations (``d`` devices,
+``n_t`` tapped conductors, ``n`` nodes, ``l`` lines, ``b`` buses: the sweeps and the last
+currents' product, then every node's voltage, line phase current and line-to-line
 voltage), printed per feeder.
 """
 
@@ -198,10 +198,10 @@ def port_flops(zbus, feeder) -> float:
 
     n_iter = N_ITER["float32"]
 
-    m, n_t, n, d = zbus.n_port, zbus.tap_port.shape[0], feeder.n_node, zbus.z_dd.shape[0]
+    n_t, n, d = zbus.tap_port.shape[0], feeder.n_node, zbus.z_dd.shape[0]
     per_sweep = 8 * (d + 2 * n_t) * d + 32 * n_t * n_t + 16 * d * n_t
-    outputs = n + zbus.h_p.shape[0] + zbus.ll_p.shape[0]  # nodes, line phases, bus pairs
-    return (n_iter + 1) * per_sweep + 8 * m * d + 8 * outputs * m
+    outputs = n + zbus.h_c.shape[0] + zbus.ll_c.shape[0]  # nodes, line phases, bus pairs
+    return (n_iter + 1) * per_sweep + 8 * outputs * (d + n_t)
 
 
 def main() -> None:

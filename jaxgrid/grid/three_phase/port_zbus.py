@@ -39,10 +39,11 @@ enter only through ``N' V_P``, so the host also forms, in float64, ``Z_dd = N' Z
 (ohms), ``W_d = N' W_P``, and the regulators' terms seen from the devices (``Z_td``,
 ``Q_d``, ``M_d``, ``Z_dt``): an iteration is ``V_d <- W_d E + Z_dd c(V_d) + C_d (u, q)``,
 accelerated by Anderson's method (:func:`anderson_step`), in pu of each device's base.
-The ports' injections are one product at the end, and every node's voltage, each line's
-phase currents and each bus's line-to-line voltages one product each with them (float64
-maps of the same injections, built with the model: in float32 a line's current as its
-admittance times a difference of node voltages was 7 A off of 710 on IEEE 123). What
+Every node's voltage, each line's phase currents and each bus's line-to-line voltages
+are one product each at the end, with the devices' currents (float64 maps of them,
+built with the model: in float32 a line's current as its admittance times a difference
+of node voltages was 7 A off of 710 on IEEE 123, and IEEE 37's delta currents taken
+through float32 port injections cost it 4.7e-6 pu). What
 float32 carries is the product of exact float64 numbers (``Z``, ``W``) with the
 injections, so its error is relative to the voltage drop, not to the matrix's condition:
 on IEEE 123 float32 is within 1e-6 pu of OpenDSS at any taps (measured in
@@ -60,8 +61,8 @@ Cost per iteration: one complex ``(n_dev + 2 n_t) x n_dev`` matrix-vector produc
 (``8 (n_dev + 2 n_t) n_dev`` real FLOPs; IEEE 123 without generators: 95 load phases, 9
 tapped conductors, 8.6e4 FLOPs), the taps' ``2 n_t`` system's inverse times a vector and
 the rank-``2 n_t`` correction (``32 n_t^2 + 16 n_dev n_t``, 1.6e4), the loads' models
-(one reciprocal, logarithm and two exponentials a load phase); plus ``8 n_port n_dev``
-and ``8 (n_node + 3 n_line + 3 n_bus) n_port`` once at the end (8.6e4 and 9.5e5) and the
+(one reciprocal, logarithm and two exponentials a load phase); plus
+``8 (n_node + 3 n_line + 3 n_bus) (n_dev + n_t)`` once at the end (8.8e5) and the
 ``2 n_t`` system's inverse once per tap setting. Every device-sized matrix is shared by a batch, so under
 ``vmap`` the products are matrix-matrix products over the batch
 (``benchmarks/three_phase_speed.py``), also when each environment has its own taps.
@@ -124,12 +125,14 @@ class PortZbus:
     Attributes:
         port_node: ``(n_port,)`` int32 node of each port.
         z_pp: ``(n_port, n_port)`` complex port Z-bus, pu.
-        z_np: ``(n_node, n_port)`` complex map from port injections to every node's
-            voltage, pu.
+        z_nc: ``(n_node, n_dev + n_t)`` complex voltage of every node (pu) per ampere of
+            each device's current and per pu of ``delta q`` at each tapped port (the
+            ports' injections ``N c + delta q`` taken through the port Z-bus).
         w_p, w_n: ``(n_port, 3)``, ``(n_node, 3)`` complex voltage (pu) per volt of each
             phase of the source EMF.
-        src_e, src_p: ``(3, 3)``, ``(3, n_port)`` complex current the source delivers
-            into the network (A) per volt of its EMF and per pu of port injection:
+        src_e, src_c: ``(3, 3)``, ``(3, n_dev + n_t)`` complex current the source
+            delivers into the network (A) per volt of its EMF and, as ``z_nc``, per
+            device current and tapped port's ``delta q``:
             ``Y_s (E - V_s)`` with ``V_s`` written out, so float32 never forms ``E - V_s``
             (the source's 1e3-1e4 pu admittance times a difference of nearly equal
             voltages).
@@ -159,21 +162,22 @@ class PortZbus:
             phase of the source EMF.
         m_d, z_dt: ``(n_dev, n_t)`` complex voltage across each device (V) per pu of
             winding voltage ``u`` and per pu of ``delta q`` injected at a tapped port.
-        h_e, h_p, h_u: ``(3 n_line, 3)``, ``(3 n_line, n_port)``, ``(3 n_line, n_t)``
-            complex phase currents of each line at its first terminal (A, rows line by
-            line, a phase the line lacks a zero row) per volt of source EMF, per pu of
-            port injection and per pu of ``u``.
-        ll_e, ll_p, ll_u: the same for each bus's line-to-line voltages ab, bc, ca (V,
+        h_e, h_c, h_u: ``(3 n_line, 3)``, ``(3 n_line, n_dev + n_t)``, ``(3 n_line,
+            n_t)`` complex phase currents of each line at its first terminal (A, rows
+            line by line, a phase the line lacks a zero row) per volt of source EMF, per
+            device current and tapped port's ``delta q`` (as ``z_nc``) and per pu of
+            ``u``.
+        ll_e, ll_c, ll_u: the same for each bus's line-to-line voltages ab, bc, ca (V,
             rows bus by bus, a pair the bus lacks a zero row).
     """
 
     port_node: Array
     z_pp: Array
-    z_np: Array
+    z_nc: Array
     w_p: Array
     w_n: Array
     src_e: Array
-    src_p: Array
+    src_c: Array
     load_inc: Array
     gen_inc: Array
     y_load0: Array
@@ -196,10 +200,10 @@ class PortZbus:
     m_d: Array
     z_dt: Array
     h_e: Array
-    h_p: Array
+    h_c: Array
     h_u: Array
     ll_e: Array
-    ll_p: Array
+    ll_c: Array
     ll_u: Array
 
     @property
@@ -312,14 +316,20 @@ def build_port_zbus(feeder: Feeder3, gen_nodes=(), gen_pairs=()) -> PortZbus:
     z_ports = z_pu[np.ix_(ports, ports)]
     tap_ports = port_of[reg_flat[tapped]]
     real, cplx = float_dtype(), jnp.result_type(float_dtype(), jnp.complex64)
+
+    def per_device(a_p):
+        """A map of the port injections (pu) as one of the device currents (A) and the
+        tapped ports' ``delta q`` (pu): ``a_p i_P`` with ``i_P = N c + delta q`` there."""
+        return np.concatenate([a_p @ inc, a_p[:, tap_ports]], axis=1)
+
     return PortZbus(
         port_node=jnp.asarray(ports, jnp.int32),
         z_pp=jnp.asarray(z_pu[np.ix_(ports, ports)], cplx),
-        z_np=jnp.asarray(z_pu[:, ports], cplx),
+        z_nc=jnp.asarray(per_device(z_pu[:, ports]), cplx),
         w_p=jnp.asarray(w[ports], cplx),
         w_n=jnp.asarray(w, cplx),
         src_e=jnp.asarray(src_e, cplx),
-        src_p=jnp.asarray(-y_src @ (vb[src, None] * z_pu[np.ix_(src, ports)]), cplx),
+        src_c=jnp.asarray(per_device(-y_src @ (vb[src, None] * z_pu[np.ix_(src, ports)])), cplx),
         load_inc=jnp.asarray(load_inc, real),
         gen_inc=jnp.asarray(gen_inc, real),
         y_load0=jnp.asarray(y_load0, cplx),
@@ -341,20 +351,20 @@ def build_port_zbus(feeder: Feeder3, gen_nodes=(), gen_pairs=()) -> PortZbus:
         w_d=jnp.asarray(across_t @ w[ports], cplx),
         m_d=jnp.asarray(across_t @ m_t[ports], cplx),
         z_dt=jnp.asarray(across_t @ z_ports[:, tap_ports], cplx),
-        **_output_maps(feeder, vb, w, z_pu[:, ports], m_t, cplx),
+        **_output_maps(feeder, vb, w, per_device(z_pu[:, ports]), m_t, cplx),
     )
 
 
-def _output_maps(feeder: Feeder3, vb, w, z_np, m_n, cplx) -> dict:
+def _output_maps(feeder: Feeder3, vb, w, z_nc, m_n, cplx) -> dict:
     """The results that are differences of node voltages, as float64 maps from the
-    source EMF (per volt), the port injections and ``u`` (per pu), built from the node
-    voltages' maps ``w``, ``z_np``, ``m_n`` (pu): ``h_*``, each line's phase currents
-    (A) at its first terminal (its primitive admittance times its terminals' voltages),
-    and ``ll_*``, each bus's line-to-line voltages ab, bc, ca (V); zero rows for a phase
-    or pair a line or bus lacks. Formed in float64, where float32 would subtract nearly
-    equal voltages: a switch's near-short admittance times a near-zero difference, a
-    delta feeder's phase-to-phase voltages."""
-    v_map = np.concatenate([w, z_np, m_n], axis=1) * vb[:, None]  # V per unit
+    source EMF (per volt), the device currents (per A) and tapped ports' ``delta q`` and
+    ``u`` (per pu), built from the node voltages' maps ``w``, ``z_nc``, ``m_n`` (pu):
+    ``h_*``, each line's phase currents (A) at its first terminal (its primitive
+    admittance times its terminals' voltages), and ``ll_*``, each bus's line-to-line
+    voltages ab, bc, ca (V); zero rows for a phase or pair a line or bus lacks. Formed in
+    float64, where float32 would subtract nearly equal voltages: a switch's near-short
+    admittance times a near-zero difference, a delta feeder's phase-to-phase voltages."""
+    v_map = np.concatenate([w, z_nc, m_n], axis=1) * vb[:, None]  # V per unit
     volts = np.vstack([v_map, np.zeros((1, v_map.shape[1]))])  # ground: 0 V
     line = np.asarray(feeder.line_elem)
     cond = np.asarray(feeder.line_cond)
@@ -367,11 +377,11 @@ def _output_maps(feeder: Feeder3, vb, w, z_np, m_n, cplx) -> dict:
     pair = (nodes >= 0)[:, first] & (nodes >= 0)[:, second]
     ll = volts[at[:, first]] - volts[at[:, second]]  # (n_bus, 3, 3 + n_port + n_t)
     ll = np.where(pair[:, :, None], ll, 0.0).reshape(-1, v_map.shape[1])
-    n_e, n_p = w.shape[1], z_np.shape[1]
+    n_e, n_p = w.shape[1], z_nc.shape[1]
     maps = {}
     for name, m in (("h", h), ("ll", ll)):
         maps[f"{name}_e"] = jnp.asarray(m[:, :n_e], cplx)
-        maps[f"{name}_p"] = jnp.asarray(m[:, n_e : n_e + n_p], cplx)
+        maps[f"{name}_c"] = jnp.asarray(m[:, n_e : n_e + n_p], cplx)
         maps[f"{name}_u"] = jnp.asarray(m[:, n_e + n_p :], cplx)
     return maps
 
@@ -553,7 +563,6 @@ def port_power_flow(
     if q_gen_kvar is not None:
         s_gen = s_gen + 1j * jnp.asarray(q_gen_kvar, real) * 1e3
     generating = jnp.abs(s_gen) > 0
-    incidence_t = jnp.concatenate([zbus.load_inc, zbus.gen_inc], axis=1).T
     n_lp = zbus.load_inc.shape[1]
     dev_vbase = jnp.concatenate([feeder.load_vbase_v, zbus.gen_vbase_v])
     counted = jnp.concatenate([jnp.ones(n_lp, bool), generating])
@@ -627,15 +636,18 @@ def port_power_flow(
     zc = _cmatvec(device_block, current)
     u_q = taps_from(zc, w_p[t], e_q)
     u, q = u_q[:n_t], u_q[n_t:]
-    i_port = _rmatvec(incidence_t, current).at[t].add(delta * q)
-    v_node = _dot(zbus.w_n, emf) + _cmatvec(_real_block_t(zbus.z_np), i_port)
+    # every output from the device currents and the tapped ports' delta q, one product
+    # each (the ports' injections formed first cost one product more)
+    injected = jnp.concatenate([current, delta * q])
+    v_node = _dot(zbus.w_n, emf) + _cmatvec(_real_block_t(zbus.z_nc), injected)
     v_node = (v_node + _vecmat(u, zbus.m_n.T)) * feeder.vbase_v
-    i_source = _dot(zbus.src_e, emf) + _vecmat(i_port, zbus.src_p.T) + _vecmat(u, zbus.src_u.T)
+    i_source = _dot(zbus.src_e, emf) + _cmatvec(_real_block_t(zbus.src_c), injected)
+    i_source = i_source + _vecmat(u, zbus.src_u.T)
     # the lines' phase currents from the same injections (float64 maps: no gathers of
     # element voltages, no scatter for the switches' KCL)
-    i_line = _dot(zbus.h_e, emf) + _cmatvec(_real_block_t(zbus.h_p), i_port)
+    i_line = _dot(zbus.h_e, emf) + _cmatvec(_real_block_t(zbus.h_c), injected)
     i_line = (i_line + _vecmat(u, zbus.h_u.T)).reshape(feeder.line_cond.shape)
-    v_ll = _dot(zbus.ll_e, emf) + _cmatvec(_real_block_t(zbus.ll_p), i_port)
+    v_ll = _dot(zbus.ll_e, emf) + _cmatvec(_real_block_t(zbus.ll_c), injected)
     v_ll = (v_ll + _vecmat(u, zbus.ll_u.T)).reshape(feeder.bus_nodes.shape)
     # the power injected into the network, which it loses: the source's, less what the
     # loads draw at the voltages across them, plus the generators'
