@@ -44,6 +44,24 @@ full_only = pytest.mark.skipif(
 )
 
 
+def jaxpr_loops(jaxpr) -> list:
+    """``(primitive, scan length or None)`` of every ``scan`` and ``while`` loop in
+    ``jaxpr`` (a ``jax.make_jaxpr(...).jaxpr``), nested ones included."""
+    from jax.extend import core as jax_core
+
+    found = []
+    for eqn in jaxpr.eqns:
+        if eqn.primitive.name in ("scan", "while"):
+            found.append((eqn.primitive.name, eqn.params.get("length")))
+        for value in eqn.params.values():
+            for sub in value if isinstance(value, (list, tuple)) else (value,):
+                if isinstance(sub, jax_core.ClosedJaxpr):
+                    found += jaxpr_loops(sub.jaxpr)
+                elif isinstance(sub, jax_core.Jaxpr):
+                    found += jaxpr_loops(sub)
+    return found
+
+
 def sampled(values, keep):
     """``values`` as ``pytest.mark.parametrize`` arguments, those not in ``keep`` marked
     :data:`full_only` (run by the validation command only)."""

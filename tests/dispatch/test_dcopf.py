@@ -16,7 +16,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import FULL, full_only, sampled, x64
+from conftest import FULL, full_only, jaxpr_loops, sampled, x64
 from highs_dcopf import pypower_ptdf, solve
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -283,24 +283,6 @@ def test_commitment_and_monitored_lines():
     assert len(monitored_branches(network)) == 6
 
 
-def _loops(jaxpr):
-    """The ``(primitive name, scan length or None)`` of every loop in ``jaxpr``, nested
-    ones included."""
-    from jax.extend import core as jax_core
-
-    found = []
-    for eqn in jaxpr.eqns:
-        if eqn.primitive.name in ("scan", "while"):
-            found.append((eqn.primitive.name, eqn.params.get("length")))
-        for value in eqn.params.values():
-            for sub in value if isinstance(value, (list, tuple)) else (value,):
-                if isinstance(sub, jax_core.ClosedJaxpr):
-                    found += _loops(sub.jaxpr)
-                elif isinstance(sub, jax_core.Jaxpr):
-                    found += _loops(sub)
-    return found
-
-
 def test_the_interior_point_ends_when_every_problem_has_converged():
     """The iterations are a loop that ends once the batch has converged (a
     ``while_loop`` bounded by the budget), not a scan over the whole budget: case118's
@@ -310,7 +292,7 @@ def test_the_interior_point_ends_when_every_problem_has_converged():
     jaxpr = jax.make_jaxpr(lambda p: dcopf(network, p, iterations=37))(
         np.asarray(network.pd_mw, np.float32)
     )
-    loops = _loops(jaxpr.jaxpr)
+    loops = jaxpr_loops(jaxpr.jaxpr)
     assert ("scan", 37) not in loops and any(kind == "while" for kind, _ in loops)
     result = jax.jit(lambda p: dcopf(network, p, iterations=37))(
         np.asarray(network.pd_mw, np.float32)

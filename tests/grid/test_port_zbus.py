@@ -11,7 +11,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import FULL, full_only, x64
+from conftest import FULL, full_only, jaxpr_loops, x64
 
 pytest.importorskip("dss")
 
@@ -163,23 +163,6 @@ def test_generator_node_out_of_range_is_named():
         build_port_zbus(feeder, gen_nodes=[999])
 
 
-def _loops(jaxpr) -> list:
-    """``(primitive, scan length or None)`` of every loop in ``jaxpr``, nested ones too."""
-    from jax.extend import core as jax_core
-
-    found = []
-    for eqn in jaxpr.eqns:
-        if eqn.primitive.name in ("scan", "while"):
-            found.append((eqn.primitive.name, eqn.params.get("length")))
-        for value in eqn.params.values():
-            for sub in value if isinstance(value, (list, tuple)) else (value,):
-                if isinstance(sub, jax_core.ClosedJaxpr):
-                    found += _loops(sub.jaxpr)
-                elif isinstance(sub, jax_core.Jaxpr):
-                    found += _loops(sub)
-    return found
-
-
 def test_the_fixed_point_is_iterated_once_and_ends_when_settled():
     """One loop of at most ``n_iter`` sweeps per solve, which ends once the last sweep
     moved no device's voltage by a tenth of the tolerance: the voltages and the mismatch
@@ -188,7 +171,7 @@ def test_the_fixed_point_is_iterated_once_and_ends_when_settled():
     feeder = load_feeder3("ieee13")
     zbus = build_port_zbus(feeder)
     jaxpr = jax.make_jaxpr(lambda s: port_power_flow(zbus, feeder, s, n_iter=37))(1.0)
-    loops = _loops(jaxpr.jaxpr)
+    loops = jaxpr_loops(jaxpr.jaxpr)
     assert [kind for kind, _ in loops].count("while") == 1 and ("scan", 37) not in loops
     result = jax.jit(lambda s: port_power_flow(zbus, feeder, s, n_iter=37))(1.0)
     assert bool(result.converged) and 4 <= int(result.iterations) < 10
