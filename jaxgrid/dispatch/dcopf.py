@@ -1107,7 +1107,7 @@ def _interior_point(p: _Problem, iterations: int) -> _Solution:
         )
         return jnp.minimum(primal, dual)
 
-    def iterate(carry, _):
+    def iterate(carry):
         (st, done, count, reg), (best, found) = carry
         r_d, r_p, r_lo, r_hi = residuals(st)
         pairs, n_pairs = complementarity(st)
@@ -1162,7 +1162,7 @@ def _interior_point(p: _Problem, iterations: int) -> _Solution:
         best = jax.tree_util.tree_map(lambda b, nw: jnp.where(passes, nw, b), best, new)
         found = found | passes
         reg = jnp.where(finite, reg, jnp.maximum(100.0 * reg, 10.0 * eps))
-        return ((new, now_done, count + jnp.where(done, 0, 1), reg), (best, found)), None
+        return (new, now_done, count + jnp.where(done, 0, 1), reg), (best, found)
 
     # start: mid-box outputs, unit slacks and duals
     x0 = jnp.where(act, 0.5 * upper, 0.0)
@@ -1190,7 +1190,7 @@ def _interior_point(p: _Problem, iterations: int) -> _Solution:
 
     def advance(state):
         k, c = state
-        return k + 1, iterate(c, None)[0]
+        return k + 1, iterate(c)
 
     _, ((last, done, count, _), (best, found)) = jax.lax.while_loop(running, advance, (0, carry))
     # ``best`` is the last iterate where that one meets the reported tolerances

@@ -322,10 +322,12 @@ def build_port_zbus(feeder: Feeder3, gen_nodes=(), gen_pairs=()) -> PortZbus:
         tapped ports' ``delta q`` (pu): ``a_p i_P`` with ``i_P = N c + delta q`` there."""
         return np.concatenate([a_p @ inc, a_p[:, tap_ports]], axis=1)
 
+    z_nc = per_device(z_pu[:, ports])
+
     return PortZbus(
         port_node=jnp.asarray(ports, jnp.int32),
         z_pp=jnp.asarray(z_pu[np.ix_(ports, ports)], cplx),
-        z_nc=jnp.asarray(per_device(z_pu[:, ports]), cplx),
+        z_nc=jnp.asarray(z_nc, cplx),
         w_p=jnp.asarray(w[ports], cplx),
         w_n=jnp.asarray(w, cplx),
         src_e=jnp.asarray(src_e, cplx),
@@ -351,7 +353,7 @@ def build_port_zbus(feeder: Feeder3, gen_nodes=(), gen_pairs=()) -> PortZbus:
         w_d=jnp.asarray(across_t @ w[ports], cplx),
         m_d=jnp.asarray(across_t @ m_t[ports], cplx),
         z_dt=jnp.asarray(across_t @ z_ports[:, tap_ports], cplx),
-        **_output_maps(feeder, vb, w, per_device(z_pu[:, ports]), m_t, cplx),
+        **_output_maps(feeder, vb, w, z_nc, m_t, cplx),
     )
 
 
@@ -375,14 +377,14 @@ def _output_maps(feeder: Feeder3, vb, w, z_nc, m_n, cplx) -> dict:
     at = np.where(nodes >= 0, nodes, feeder.n_node)
     first, second = [0, 1, 2], [1, 2, 0]
     pair = (nodes >= 0)[:, first] & (nodes >= 0)[:, second]
-    ll = volts[at[:, first]] - volts[at[:, second]]  # (n_bus, 3, 3 + n_port + n_t)
+    ll = volts[at[:, first]] - volts[at[:, second]]  # (n_bus, 3, 3 + n_dev + 2 n_t)
     ll = np.where(pair[:, :, None], ll, 0.0).reshape(-1, v_map.shape[1])
-    n_e, n_p = w.shape[1], z_nc.shape[1]
+    n_e, n_c = w.shape[1], z_nc.shape[1]
     maps = {}
     for name, m in (("h", h), ("ll", ll)):
         maps[f"{name}_e"] = jnp.asarray(m[:, :n_e], cplx)
-        maps[f"{name}_c"] = jnp.asarray(m[:, n_e : n_e + n_p], cplx)
-        maps[f"{name}_u"] = jnp.asarray(m[:, n_e + n_p :], cplx)
+        maps[f"{name}_c"] = jnp.asarray(m[:, n_e : n_e + n_c], cplx)
+        maps[f"{name}_u"] = jnp.asarray(m[:, n_e + n_c :], cplx)
     return maps
 
 
@@ -453,11 +455,6 @@ def _vecmat(x: Array, a_t: Array) -> Array:
     (the loads' admittances) in the transposed order the product wanted, and an IEEE 123
     iteration of 1024 solves took twice as long."""
     return jnp.matmul(x, a_t, precision=_FULL)
-
-
-def _rmatvec(a_t: Array, x: Array) -> Array:
-    """``a @ x`` for real ``a`` (given as ``a_t``) and complex ``x``."""
-    return jax.lax.complex(_vecmat(x.real, a_t), _vecmat(x.imag, a_t))
 
 
 def _real_block_t(a: Array) -> Array:
