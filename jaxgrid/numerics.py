@@ -218,3 +218,45 @@ def small_inverse(a: Array) -> Array:
     be ``n`` sequential loop iterations of tiny kernels. Chosen when the program is
     lowered (``jax.lax.platform_dependent``), so one traced function serves both."""
     return jax.lax.platform_dependent(a, cpu=gauss_jordan_inverse, default=jnp.linalg.inv)
+
+
+def zero_unless(pred: Array, fn, *args):
+    """``fn(*args)`` where the scalar ``pred`` holds, zeros (of its output's shapes)
+    where not, and ``fn`` run only where needed.
+
+    A plain ``jax.lax.cond`` does this unbatched, but under ``vmap`` with a batched
+    ``pred`` it runs both branches with every operand broadcast to the batch: ``fn``'s
+    unbatched matrices became per-member copies and its matrix products batched
+    matrix-vector products (an IEEE 123 port Z-bus sweep of 1024 solves with their own
+    taps ran 2.6x slower on this CPU). Here the batching rule chooses: with ``pred``
+    unbatched (one decision for the whole batch), one ``cond`` whose branch is ``fn``
+    batched over the batched ``args``; with ``pred`` batched, ``fn`` over the batch and
+    a select. ``fn`` must close over no traced value (pass those in ``args``); its
+    outputs are arrays. Forward-mode derivatives only (``jax.jvp``).
+    """
+
+    def zeros(*operands):
+        return jax.tree.map(jnp.zeros_like, fn(*operands))
+
+    @jax.custom_batching.custom_vmap
+    def run(pred, *operands):
+        return jax.lax.cond(pred, fn, zeros, *operands)
+
+    @run.def_vmap
+    def batched(axis_size, in_batched, pred, *operands):
+        pred_batched, *operands_batched = in_batched
+        over_batch = jax.vmap(
+            fn, in_axes=[0 if b else None for b in operands_batched], axis_size=axis_size
+        )
+        if pred_batched:
+            out = jax.tree.map(
+                lambda y: jnp.where(pred.reshape((-1,) + (1,) * (y.ndim - 1)), y, 0),
+                over_batch(*operands),
+            )
+        else:
+            out = jax.lax.cond(
+                pred, over_batch, lambda *o: jax.tree.map(jnp.zeros_like, over_batch(*o)), *operands
+            )
+        return out, jax.tree.map(lambda _: True, out)
+
+    return run(pred, *args)

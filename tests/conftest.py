@@ -44,22 +44,31 @@ full_only = pytest.mark.skipif(
 )
 
 
-def jaxpr_loops(jaxpr) -> list:
-    """``(primitive, scan length or None)`` of every ``scan`` and ``while`` loop in
-    ``jaxpr`` (a ``jax.make_jaxpr(...).jaxpr``), nested ones included."""
+def jaxpr_equations(jaxpr) -> list:
+    """Every equation of ``jaxpr`` (a ``jax.make_jaxpr(...).jaxpr``), those of nested
+    jaxprs (loop bodies, branches, calls) included, outer ones first."""
     from jax.extend import core as jax_core
 
     found = []
     for eqn in jaxpr.eqns:
-        if eqn.primitive.name in ("scan", "while"):
-            found.append((eqn.primitive.name, eqn.params.get("length")))
+        found.append(eqn)
         for value in eqn.params.values():
             for sub in value if isinstance(value, (list, tuple)) else (value,):
                 if isinstance(sub, jax_core.ClosedJaxpr):
-                    found += jaxpr_loops(sub.jaxpr)
+                    found += jaxpr_equations(sub.jaxpr)
                 elif isinstance(sub, jax_core.Jaxpr):
-                    found += jaxpr_loops(sub)
+                    found += jaxpr_equations(sub)
     return found
+
+
+def jaxpr_loops(jaxpr) -> list:
+    """``(primitive, scan length or None)`` of every ``scan`` and ``while`` loop in
+    ``jaxpr``, nested ones included."""
+    return [
+        (e.primitive.name, e.params.get("length"))
+        for e in jaxpr_equations(jaxpr)
+        if e.primitive.name in ("scan", "while")
+    ]
 
 
 def sampled(values, keep):

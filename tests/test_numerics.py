@@ -2,9 +2,15 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import x64
+from conftest import jaxpr_equations, x64
 
-from jaxgrid.numerics import gauss_jordan_inverse, small_inverse, sum_last_axis, transpose_once
+from jaxgrid.numerics import (
+    gauss_jordan_inverse,
+    small_inverse,
+    sum_last_axis,
+    transpose_once,
+    zero_unless,
+)
 
 
 def _spread_values(dtype):
@@ -77,3 +83,54 @@ def test_arctan2_derivative_is_exact():
     assert float(dy) == pytest.approx(-1.7 / r2, rel=1e-6)
     assert float(dx) == pytest.approx(-0.3 / r2, rel=1e-6)
     assert jax.grad(arctan2)(jnp.float32(0.0), jnp.float32(0.0)) == 0.0
+
+
+def _product(a, x):
+    return {"y": a @ x}
+
+
+def test_zero_unless_is_fn_or_zeros_and_never_broadcasts_fn_operands():
+    """``fn`` where ``pred``, zeros elsewhere, in each of ``vmap``'s two cases. A plain
+    ``lax.cond`` under ``vmap`` with a batched predicate broadcasts the unbatched
+    ``(2, 3)`` matrix to every member (``(4, 2, 3)``): the check fails for it."""
+    a = jnp.arange(6.0).reshape(2, 3)
+    xs = jnp.arange(12.0).reshape(4, 3)
+    expected = xs @ a.T
+    for pred in (True, False):
+        np.testing.assert_array_equal(
+            zero_unless(jnp.asarray(pred), _product, a, xs[0])["y"], expected[0] * pred
+        )
+    shared = jax.vmap(zero_unless, in_axes=(None, None, None, 0))
+    for pred in (True, False):
+        np.testing.assert_array_equal(
+            shared(jnp.asarray(pred), _product, a, xs)["y"], expected * pred
+        )
+    member = jnp.array([True, False, False, True])
+    own = jax.vmap(zero_unless, in_axes=(0, None, None, 0))
+    np.testing.assert_array_equal(own(member, _product, a, xs)["y"], expected * member[:, None])
+
+    def shapes(f, *args):
+        """``(primitive, output shapes)`` of every equation ``f`` traces."""
+        eqns = jaxpr_equations(jax.make_jaxpr(f)(*args).jaxpr)
+        return [(e.primitive.name, [tuple(v.aval.shape) for v in e.outvars]) for e in eqns]
+
+    unbatched = shapes(lambda p, x: shared(p, _product, a, x), jnp.asarray(True), xs)
+    assert "cond" in [name for name, _ in unbatched]  # one decision: fn is skipped
+    batched = shapes(lambda p, x: own(p, _product, a, x), member, xs)
+    for found in (unbatched, batched):
+        assert all((4, 2, 3) not in outs for _, outs in found)
+    plain = jax.vmap(lambda p, x: jax.lax.cond(p, lambda v: a @ v, lambda v: jnp.zeros(2), x))
+    assert any((4, 2, 3) in outs for _, outs in shapes(plain, member, xs))
+
+
+def test_zero_unless_has_forward_derivatives():
+    a = jnp.arange(6.0).reshape(2, 3)
+    x, t = jnp.ones(3), jnp.array([1.0, -2.0, 0.5])
+    for pred in (True, False):
+        p = jnp.asarray(pred)
+        _, tangent = jax.jvp(lambda v, p=p: zero_unless(p, _product, a, v), (x,), (t,))
+        np.testing.assert_allclose(tangent["y"], (a @ t) * pred)
+    own = jax.vmap(lambda p, v: zero_unless(p, _product, a, v))
+    member, xs = jnp.array([True, False]), jnp.ones((2, 3))
+    _, tangent = jax.jvp(lambda v: own(member, v), (xs,), (jnp.ones((2, 3)),))
+    np.testing.assert_allclose(tangent["y"], jnp.array([[3.0, 12.0], [0.0, 0.0]]))

@@ -11,7 +11,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import FULL, full_only, jaxpr_loops, x64
+from conftest import FULL, full_only, jaxpr_equations, jaxpr_loops, x64
 
 pytest.importorskip("dss")
 
@@ -176,3 +176,25 @@ def test_the_fixed_point_is_iterated_once_and_ends_when_settled():
     result = jax.jit(lambda s: port_power_flow(zbus, feeder, s, n_iter=37))(1.0)
     assert bool(result.converged) and 4 <= int(result.iterations) < 10
     assert float(result.mismatch_pu) < 1e-6  # a tenth of float32's tolerance
+
+
+def test_a_batch_at_the_build_taps_skips_the_tap_terms():
+    """At the taps the model was built at the tap terms of a sweep are zero: a batch that
+    shares its taps decides once (a ``cond`` in the loop) and skips them, a fifth of an
+    IEEE 123 sweep; a batch with its own taps computes them. Both give the same
+    voltages."""
+    feeder = load_feeder3("ieee123")
+    zbus = build_port_zbus(feeder)
+    scales = jnp.array([0.7, 1.0, 1.3])
+    taps = jnp.broadcast_to(feeder.tap_pu, (3, feeder.n_regulator))
+
+    def solve(scale, tap):
+        return port_power_flow(zbus, feeder.replace(tap_pu=tap), scale).vm_pu
+
+    shared = jax.vmap(solve, in_axes=(0, None))
+    jaxpr = jax.make_jaxpr(shared)(scales, feeder.tap_pu).jaxpr
+    (loop,) = [e for e in jaxpr_equations(jaxpr) if e.primitive.name == "while"]
+    assert "cond" in [e.primitive.name for e in loop.params["body_jaxpr"].jaxpr.eqns]
+    np.testing.assert_allclose(
+        jax.jit(shared)(scales, feeder.tap_pu), jax.jit(jax.vmap(solve))(scales, taps), atol=1e-7
+    )

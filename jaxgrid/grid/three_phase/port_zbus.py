@@ -57,13 +57,16 @@ voltages' real and imaginary parts, one dense solve of ``2 n_dev`` unknowns); wi
 respect to loads, taps and generation they equal central differences on IEEE 13 and the
 Z-bus solver's derivatives (``tests/grid/test_three_phase_gradients.py``).
 
-Cost per iteration: one complex ``(n_dev + 2 n_t) x n_dev`` matrix-vector product
-(``8 (n_dev + 2 n_t) n_dev`` real FLOPs; IEEE 123 without generators: 95 load phases, 9
-tapped conductors, 8.6e4 FLOPs), the taps' ``2 n_t`` system's inverse times a vector and
-the rank-``2 n_t`` correction (``32 n_t^2 + 16 n_dev n_t``, 1.6e4), the loads' models
-(one reciprocal, logarithm and two exponentials a load phase); plus
-``8 (n_node + 3 n_line + 3 n_bus) (n_dev + n_t)`` once at the end (8.8e5) and the
-``2 n_t`` system's inverse once per tap setting. Every device-sized matrix is shared by a batch, so under
+Cost per iteration: one complex ``n_dev x n_dev`` matrix-vector product (``8 n_dev^2``
+real FLOPs; IEEE 123 without generators: 95 load phases, 7.2e4 FLOPs), the loads'
+models (one reciprocal, logarithm and two exponentials a load phase), and at taps other
+than ``t0`` the taps' terms: the ``2 n_t`` rows of ``Z_td``, ``Q_d`` (9 tapped conductors
+on IEEE 123: ``16 n_t n_dev``, 1.4e4), the ``2 n_t`` system's inverse times a vector and
+the rank-``2 n_t`` correction (``32 n_t^2 + 16 n_dev n_t``, 1.6e4). At ``t0`` they are
+zero, and a batch that shares its taps skips them
+(:func:`~jaxgrid.numerics.zero_unless`). Once at the end
+``8 (n_node + 3 n_line + 3 n_bus) (n_dev + 2 n_t)`` (9.5e5), and the ``2 n_t`` system's
+inverse once per tap setting. Every device-sized matrix is shared by a batch, so under
 ``vmap`` the products are matrix-matrix products over the batch
 (``benchmarks/three_phase_speed.py``), also when each environment has its own taps.
 Iterating on the ports instead (113 on IEEE 123) took three more products an iteration,
@@ -94,7 +97,7 @@ from jaxgrid.grid.three_phase.upf import (
     network_result,
     source_emf,
 )
-from jaxgrid.numerics import full_precision, small_inverse, sum_last_axis
+from jaxgrid.numerics import full_precision, small_inverse, sum_last_axis, zero_unless
 from jaxgrid.types import Array, float_dtype
 
 # Default fixed-point iterations by precision. The last change shrinks about sevenfold an
@@ -475,6 +478,28 @@ def _cmatvec(block_t: Array, x: Array) -> Array:
     return jax.lax.complex(y[:k], y[k:])
 
 
+def _taps_from(tap_block, s_inv_block, delta, current, e_t, e_q):
+    """``(u, q)`` of the tapped conductors (:func:`port_power_flow`) at the device
+    currents ``current`` (A), given the EMF's parts ``e_t``, ``e_q`` of the right-hand
+    side: ``S^-1 (delta (Z_td c + e_t), Q_d c + e_q)``."""
+    n_t = delta.shape[0]
+    zc = _cmatvec(tap_block, current)
+    return _cmatvec(s_inv_block, jnp.concatenate([delta * (zc[:n_t] + e_t), zc[n_t:] + e_q]))
+
+
+def _coupled(couple_block, delta, u_q):
+    """The device voltages' move (V) by the windings' ``u`` and ``delta q``."""
+    n_t = delta.shape[0]
+    return _cmatvec(couple_block, jnp.concatenate([u_q[:n_t], delta * u_q[n_t:]]))
+
+
+def _tap_move(tap_block, s_inv_block, couple_block, delta, current):
+    """The device voltages' move (V) by the regulators' taps away from ``t0`` at the
+    device currents ``current`` (A): zero at ``t0``."""
+    u_q = _taps_from(tap_block, s_inv_block, delta, current, 0.0, 0.0)
+    return _coupled(couple_block, delta, u_q)
+
+
 @full_precision
 def port_power_flow(
     zbus: PortZbus,
@@ -535,24 +560,27 @@ def port_power_flow(
     # block form, as the large one (XLA's complex products of 18 columns took a tenth of
     # an IEEE 123 iteration here)
     s_inv_block = _real_block_t(small_inverse(system))
-    # (Z_dd c, Z_td c, Q_d c) in one product (slices, not a gather, of its result)
-    device_block = _real_block_t(jnp.concatenate([zbus.z_dd, zbus.z_td, zbus.q_d]))
+    device_block = _real_block_t(zbus.z_dd)
+    # (Z_td c, Q_d c) in one product (slices, not a gather, of its result)
+    tap_block = _real_block_t(jnp.concatenate([zbus.z_td, zbus.q_d]))
     couple_block = _real_block_t(jnp.concatenate([zbus.m_d, zbus.z_dt], axis=1))  # (u, delta q)
 
-    def taps_from(zc, e_t, e_q):
-        """``(u, q)`` of the tapped conductors, given ``device_block``'s product ``zc``
-        with the device currents and the EMF's parts ``e_t``, ``e_q`` of the right-hand
-        side."""
-        rhs = jnp.concatenate([delta * (zc[n_dev : n_dev + n_t] + e_t), zc[n_dev + n_t :] + e_q])
-        return _cmatvec(s_inv_block, rhs)
+    def taps_from(current, e_t, e_q):
+        """``(u, q)`` of the tapped conductors at the device currents ``current``, given
+        the EMF's parts ``e_t``, ``e_q`` of the right-hand side."""
+        return _taps_from(tap_block, s_inv_block, delta, current, e_t, e_q)
 
     def coupled(u_q):
         """The device voltages' move (V) by the windings' ``u`` and ``delta q``."""
-        return _cmatvec(couple_block, jnp.concatenate([u_q[:n_t], delta * u_q[n_t:]]))
+        return _coupled(couple_block, delta, u_q)
 
     e_q = _dot(zbus.q_e, emf)
-    zero_c = jnp.zeros(n_dev + 2 * n_t, w_p.dtype)
-    w_eff = _dot(zbus.w_d, emf) + coupled(taps_from(zero_c, w_p[t], e_q))
+    w_eff = _dot(zbus.w_d, emf) + coupled(taps_from(jnp.zeros(n_dev, w_p.dtype), w_p[t], e_q))
+    # at the taps t0 every tap term of a sweep is zero: a batch that shares its taps
+    # (one tap setting: the condition is not batched) skips them (a fifth of an IEEE 123
+    # sweep); under vmap over taps both branches run and the taps' are selected
+    taps_moved = jnp.any(delta != 0)
+    tap_terms = (tap_block, s_inv_block, couple_block, delta)
 
     s_gen = jnp.zeros(zbus.n_gen, w_p.dtype)
     if p_gen_kw is not None:
@@ -587,18 +615,24 @@ def port_power_flow(
         i_gen = jax.lax.complex((sr * gr + si * gi) * per, (sr * gi - si * gr) * per)
         return i_lp, i_gen, jnp.concatenate([deviation, i_gen])
 
-    def fixed_point_map(x):
+    def fixed_point_map(x, skip_at_t0=False):
         """One sweep ``V_d <- w + Z (I(V_d))`` on the device voltages ``x`` in pu of
         their bases (so that Anderson's fit weighs a 480 V load as a 2.4 kV one): the
-        new ones and the largest change of a load phase's or generator's voltage, pu."""
-        zc = _cmatvec(device_block, devices(x)[2])
-        x_new = (w_eff + zc[:n_dev] + coupled(taps_from(zc, 0.0, 0.0))) / dev_vbase
+        new ones and the largest change of a load phase's or generator's voltage, pu.
+        With ``skip_at_t0`` (the iterations; not differentiable) the tap terms are not
+        computed where the taps are at t0, where they are zero."""
+        current = devices(x)[2]
+        if skip_at_t0:
+            move = zero_unless(taps_moved, _tap_move, *tap_terms, current)
+        else:
+            move = _tap_move(*tap_terms, current)
+        x_new = (w_eff + _cmatvec(device_block, current) + move) / dev_vbase
         change = jnp.abs(x_new - x)
         return x_new, jnp.max(jnp.where(counted, change, 0.0), initial=0.0)
 
     def body(state):
         k, (x, g_prev, f_prev, d_f, d_g, _mismatch) = state
-        g, mismatch = fixed_point_map(x)
+        g, mismatch = fixed_point_map(x, skip_at_t0=True)
         f = g - x
         d_f = jnp.stack([d_f[1], f - f_prev])  # the last two differences, newest last
         d_g = jnp.stack([d_g[1], g - g_prev])
@@ -630,25 +664,26 @@ def port_power_flow(
     x = jnp.where(finite, x, v0)
     mismatch = jnp.where(finite, mismatch, huge)
     i_lp, i_gen, current = devices(x)
-    zc = _cmatvec(device_block, current)
-    u_q = taps_from(zc, w_p[t], e_q)
+    u_q = taps_from(current, w_p[t], e_q)
     u, q = u_q[:n_t], u_q[n_t:]
     # every output from the device currents and the tapped ports' delta q, one product
     # each (the ports' injections formed first cost one product more)
-    injected = jnp.concatenate([current, delta * q])
-    v_node = _dot(zbus.w_n, emf) + _cmatvec(_real_block_t(zbus.z_nc), injected)
-    v_node = (v_node + _vecmat(u, zbus.m_n.T)) * feeder.vbase_v
-    i_source = _dot(zbus.src_e, emf) + _cmatvec(_real_block_t(zbus.src_c), injected)
-    i_source = i_source + _vecmat(u, zbus.src_u.T)
+    injected = jnp.concatenate([current, delta * q, u])
+
+    def output(per_emf, per_injection, per_u):
+        """An output from its maps of the source EMF, the injections and ``u``."""
+        per_unit = _real_block_t(jnp.concatenate([per_injection, per_u], axis=1))
+        return _dot(per_emf, emf) + _cmatvec(per_unit, injected)
+
+    v_node = output(zbus.w_n, zbus.z_nc, zbus.m_n) * feeder.vbase_v
+    i_source = output(zbus.src_e, zbus.src_c, zbus.src_u)
     # the lines' phase currents from the same injections (float64 maps: no gathers of
     # element voltages, no scatter for the switches' KCL)
-    i_line = _dot(zbus.h_e, emf) + _cmatvec(_real_block_t(zbus.h_c), injected)
-    i_line = (i_line + _vecmat(u, zbus.h_u.T)).reshape(feeder.line_cond.shape)
-    v_ll = _dot(zbus.ll_e, emf) + _cmatvec(_real_block_t(zbus.ll_c), injected)
-    v_ll = (v_ll + _vecmat(u, zbus.ll_u.T)).reshape(feeder.bus_nodes.shape)
+    i_line = output(zbus.h_e, zbus.h_c, zbus.h_u).reshape(feeder.line_cond.shape)
+    v_ll = output(zbus.ll_e, zbus.ll_c, zbus.ll_u).reshape(feeder.bus_nodes.shape)
     # the power injected into the network, which it loses: the source's, less what the
     # loads draw at the voltages across them, plus the generators'
-    v_dev = _dot(zbus.w_d, emf) + zc[:n_dev] + coupled(u_q)
+    v_dev = _dot(zbus.w_d, emf) + _cmatvec(device_block, current) + coupled(u_q)
     s_source = jnp.sum(v_node[feeder.source_nodes] * jnp.conj(i_source))
     drawn = jnp.sum(v_dev[:n_lp] * jnp.conj(i_lp)) - jnp.sum(v_dev[n_lp:] * jnp.conj(i_gen))
     return network_result(
