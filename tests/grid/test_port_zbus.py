@@ -173,6 +173,11 @@ def test_the_fixed_point_is_iterated_once_and_ends_when_settled():
     jaxpr = jax.make_jaxpr(lambda s: port_power_flow(zbus, feeder, s, n_iter=37))(1.0)
     loops = jaxpr_loops(jaxpr.jaxpr)
     assert [kind for kind, _ in loops].count("while") == 1 and ("scan", 37) not in loops
+    # Anderson's history is carried as its last differences, not as stacks of the last
+    # two shifted every sweep (copies: a tenth of an IEEE 123 sweep)
+    (loop,) = [e for e in jaxpr_equations(jaxpr.jaxpr) if e.primitive.name == "while"]
+    n_dev = feeder.n_load_phase
+    assert all(v.aval.shape in ((), (n_dev,)) for v in loop.outvars)
     result = jax.jit(lambda s: port_power_flow(zbus, feeder, s, n_iter=37))(1.0)
     assert bool(result.converged) and 4 <= int(result.iterations) < 10
     assert float(result.mismatch_pu) < 1e-6  # a tenth of float32's tolerance
