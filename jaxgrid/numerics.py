@@ -220,20 +220,30 @@ def small_inverse(a: Array) -> Array:
     return jax.lax.platform_dependent(a, cpu=gauss_jordan_inverse, default=jnp.linalg.inv)
 
 
-def zero_unless(pred: Array, fn, *args):
-    """``fn(*args)`` where the scalar ``pred`` holds, zeros (of its output's shapes)
-    where not, and ``fn`` run only where needed.
+def skip_zero(nonzero: Array, fn, *args):
+    """``fn(*args)``, computed only where the scalar bool ``nonzero`` holds: where it does
+    not, the caller knows ``fn``'s value is zero (the port solver's tap terms at the taps
+    it was built at), and zeros of its output's shapes are returned.
 
     A plain ``jax.lax.cond`` does this unbatched, but under ``vmap`` with a batched
-    ``pred`` it runs both branches with every operand broadcast to the batch: ``fn``'s
-    unbatched matrices became per-member copies and its matrix products batched
+    ``nonzero`` it runs both branches with every operand broadcast to the batch:
+    ``fn``'s unbatched matrices became per-member copies and its matrix products batched
     matrix-vector products (an IEEE 123 port Z-bus sweep of 1024 solves with their own
-    taps ran 2.6x slower on this CPU). Here the batching rule chooses: with ``pred``
-    unbatched (one decision for the whole batch), one ``cond`` whose branch is ``fn``
-    batched over the batched ``args``; with ``pred`` batched, ``fn`` over the batch and
-    a select. ``fn`` must close over no traced value (pass those in ``args``); its
-    outputs are arrays. Forward-mode derivatives only (``jax.jvp``).
+    taps ran 2.6x slower on this CPU). Here the batching rule chooses: with
+    ``nonzero`` unbatched (one decision for the whole batch), one ``cond`` whose branch
+    is ``fn`` batched over the batched ``args``; with ``nonzero`` batched, ``fn`` over
+    the batch and a select. ``fn`` must close over no traced value (pass those in
+    ``args``, arrays or pytrees of them); its outputs are arrays or pytrees of them.
+    Derivatives (forward and reverse) are ``fn``'s everywhere, computed without the
+    skip: a term that is zero at a point need not have a zero derivative there.
     """
+    return _skip_zero(fn, nonzero, *args)
+
+
+@functools.partial(jax.custom_jvp, nondiff_argnums=(0,))
+def _skip_zero(fn, pred, *args):
+    """:func:`skip_zero` without its derivative rule (a ``custom_vmap`` has no
+    transpose)."""
 
     def zeros(*operands):
         return jax.tree.map(jnp.zeros_like, fn(*operands))
@@ -245,14 +255,10 @@ def zero_unless(pred: Array, fn, *args):
     @run.def_vmap
     def batched(axis_size, in_batched, pred, *operands):
         pred_batched, *operands_batched = in_batched
-        over_batch = jax.vmap(
-            fn, in_axes=[0 if b else None for b in operands_batched], axis_size=axis_size
-        )
+        in_axes = [jax.tree.map(lambda b: 0 if b else None, b) for b in operands_batched]
+        over_batch = jax.vmap(fn, in_axes=in_axes, axis_size=axis_size)
         if pred_batched:
-            out = jax.tree.map(
-                lambda y: jnp.where(pred.reshape((-1,) + (1,) * (y.ndim - 1)), y, 0),
-                over_batch(*operands),
-            )
+            out = _where(pred, over_batch(*operands))
         else:
             out = jax.lax.cond(
                 pred, over_batch, lambda *o: jax.tree.map(jnp.zeros_like, over_batch(*o)), *operands
@@ -260,3 +266,22 @@ def zero_unless(pred: Array, fn, *args):
         return out, jax.tree.map(lambda _: True, out)
 
     return run(pred, *args)
+
+
+@_skip_zero.defjvp
+def _skip_zero_jvp(fn, primals, tangents):
+    pred, *args = primals
+    _, *arg_tangents = tangents
+    _, tangent = jax.jvp(fn, tuple(args), tuple(arg_tangents))
+    return _skip_zero(fn, pred, *args), tangent
+
+
+def _where(pred: Array, tree):
+    """Each leaf of ``tree`` where ``pred`` (``()``, or ``(batch,)`` for leaves with a
+    leading batch axis) holds, zero elsewhere."""
+    return jax.tree.map(
+        lambda y: jnp.where(
+            jnp.reshape(pred, jnp.shape(pred) + (1,) * (y.ndim - jnp.ndim(pred))), y, 0
+        ),
+        tree,
+    )

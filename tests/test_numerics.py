@@ -6,10 +6,10 @@ from conftest import jaxpr_equations, x64
 
 from jaxgrid.numerics import (
     gauss_jordan_inverse,
+    skip_zero,
     small_inverse,
     sum_last_axis,
     transpose_once,
-    zero_unless,
 )
 
 
@@ -89,7 +89,7 @@ def _product(a, x):
     return {"y": a @ x}
 
 
-def test_zero_unless_is_fn_or_zeros_and_never_broadcasts_fn_operands():
+def test_skip_zero_is_fn_or_zeros_and_never_broadcasts_fn_operands():
     """``fn`` where ``pred``, zeros elsewhere, in each of ``vmap``'s two cases. A plain
     ``lax.cond`` under ``vmap`` with a batched predicate broadcasts the unbatched
     ``(2, 3)`` matrix to every member (``(4, 2, 3)``): the check fails for it."""
@@ -98,15 +98,15 @@ def test_zero_unless_is_fn_or_zeros_and_never_broadcasts_fn_operands():
     expected = xs @ a.T
     for pred in (True, False):
         np.testing.assert_array_equal(
-            zero_unless(jnp.asarray(pred), _product, a, xs[0])["y"], expected[0] * pred
+            skip_zero(jnp.asarray(pred), _product, a, xs[0])["y"], expected[0] * pred
         )
-    shared = jax.vmap(zero_unless, in_axes=(None, None, None, 0))
+    shared = jax.vmap(skip_zero, in_axes=(None, None, None, 0))
     for pred in (True, False):
         np.testing.assert_array_equal(
             shared(jnp.asarray(pred), _product, a, xs)["y"], expected * pred
         )
     member = jnp.array([True, False, False, True])
-    own = jax.vmap(zero_unless, in_axes=(0, None, None, 0))
+    own = jax.vmap(skip_zero, in_axes=(0, None, None, 0))
     np.testing.assert_array_equal(own(member, _product, a, xs)["y"], expected * member[:, None])
 
     def shapes(f, *args):
@@ -123,14 +123,40 @@ def test_zero_unless_is_fn_or_zeros_and_never_broadcasts_fn_operands():
     assert any((4, 2, 3) in outs for _, outs in shapes(plain, member, xs))
 
 
-def test_zero_unless_has_forward_derivatives():
-    a = jnp.arange(6.0).reshape(2, 3)
-    x, t = jnp.ones(3), jnp.array([1.0, -2.0, 0.5])
-    for pred in (True, False):
-        p = jnp.asarray(pred)
-        _, tangent = jax.jvp(lambda v, p=p: zero_unless(p, _product, a, v), (x,), (t,))
-        np.testing.assert_allclose(tangent["y"], (a @ t) * pred)
-    own = jax.vmap(lambda p, v: zero_unless(p, _product, a, v))
-    member, xs = jnp.array([True, False]), jnp.ones((2, 3))
-    _, tangent = jax.jvp(lambda v: own(member, v), (xs,), (jnp.ones((2, 3)),))
-    np.testing.assert_allclose(tangent["y"], jnp.array([[3.0, 12.0], [0.0, 0.0]]))
+def test_skip_zero_takes_pytrees_batched_in_part():
+    a = {"m": jnp.arange(6.0).reshape(2, 3), "s": jnp.array(2.0)}
+    xs = jnp.arange(12.0).reshape(4, 3)
+
+    def scaled(params, x):
+        return {"y": params["s"] * (params["m"] @ x)}
+
+    for pred in (jnp.asarray(True), jnp.array([True, False, True, False])):
+        in_axes = (0 if pred.ndim else None, None, None, 0)
+        out = jax.vmap(skip_zero, in_axes=in_axes)(pred, scaled, a, xs)["y"]
+        keep = pred[:, None] if pred.ndim else pred
+        np.testing.assert_array_equal(out, 2.0 * (xs @ a["m"].T) * keep)
+
+
+def _tap_like(t, c):
+    """Zero at ``t == 1``, with the derivative ``c`` there (as a tap term at ``t0``)."""
+    return c * (t - 1.0)
+
+
+def test_skip_zero_has_the_derivatives_of_fn_also_where_fn_is_zero():
+    """A term that vanishes at a point (the tap terms at ``t0``) keeps its derivative
+    there: forward and reverse, unbatched and under ``vmap`` with a batched and an
+    unbatched condition."""
+    c = jnp.array([2.0, -3.0])
+    for t in (jnp.array(1.0), jnp.array(1.5)):
+
+        def total(t):
+            return jnp.sum(skip_zero(t != 1.0, _tap_like, t, c))
+
+        np.testing.assert_allclose(jax.grad(total)(t), -1.0)
+        np.testing.assert_allclose(jax.jvp(total, (t,), (jnp.array(1.0),))[1], -1.0)
+    ts = jnp.array([1.0, 1.5, 1.0])
+    own = jax.vmap(lambda t: jnp.sum(skip_zero(t != 1.0, _tap_like, t, c)))
+    np.testing.assert_allclose(jax.grad(lambda ts: jnp.sum(own(ts)))(ts), [-1.0] * 3)
+    shared = jax.vmap(lambda x, t: skip_zero(t != 1.0, _tap_like, t, x), in_axes=(0, None))
+    cs = jnp.stack([c, 2 * c])
+    np.testing.assert_allclose(jax.grad(lambda t: jnp.sum(shared(cs, t)))(1.0), -3.0)

@@ -64,7 +64,7 @@ than ``t0`` the taps' terms: the ``2 n_t`` rows of ``Z_td``, ``Q_d`` (9 tapped c
 on IEEE 123: ``16 n_t n_dev``, 1.4e4), the ``2 n_t`` system's inverse times a vector and
 the rank-``2 n_t`` correction (``32 n_t^2 + 16 n_dev n_t``, 1.6e4). At ``t0`` they are
 zero, and a batch that shares its taps skips them
-(:func:`~jaxgrid.numerics.zero_unless`). Once at the end
+(:func:`~jaxgrid.numerics.skip_zero`). Once at the end
 ``8 (n_node + 3 n_line + 3 n_bus) (n_dev + 2 n_t)`` (9.5e5), and the ``2 n_t`` system's
 inverse once per tap setting. Every device-sized matrix is shared by a batch, so under
 ``vmap`` the products are matrix-matrix products over the batch
@@ -97,7 +97,7 @@ from jaxgrid.grid.three_phase.upf import (
     network_result,
     source_emf,
 )
-from jaxgrid.numerics import full_precision, small_inverse, sum_last_axis, zero_unless
+from jaxgrid.numerics import full_precision, skip_zero, small_inverse, sum_last_axis
 from jaxgrid.types import Array, float_dtype
 
 # Default fixed-point iterations by precision. The last change shrinks about sevenfold an
@@ -561,6 +561,10 @@ def port_power_flow(
     # block form, as the large one (XLA's complex products of 18 columns took a tenth of
     # an IEEE 123 iteration here)
     s_inv_block = _real_block_t(small_inverse(system))
+    # at the taps t0 the tap terms of a sweep are zero: a batch that shares its taps
+    # (one tap setting: the condition is not batched) skips them (a fifth of an IEEE 123
+    # sweep); under vmap over taps they are computed and selected
+    taps_moved = jnp.any(delta != 0)
     device_block = _real_block_t(zbus.z_dd)
     # (Z_td c, Q_d c) in one product (slices, not a gather, of its result)
     tap_block = _real_block_t(jnp.concatenate([zbus.z_td, zbus.q_d]))
@@ -577,10 +581,6 @@ def port_power_flow(
 
     e_q = _dot(zbus.q_e, emf)
     w_eff = _dot(zbus.w_d, emf) + coupled(taps_from(jnp.zeros(n_dev, w_p.dtype), w_p[t], e_q))
-    # at the taps t0 every tap term of a sweep is zero: a batch that shares its taps
-    # (one tap setting: the condition is not batched) skips them (a fifth of an IEEE 123
-    # sweep); under vmap over taps both branches run and the taps' are selected
-    taps_moved = jnp.any(delta != 0)
     tap_terms = (tap_block, s_inv_block, couple_block, delta)
 
     s_gen = jnp.zeros(zbus.n_gen, w_p.dtype)
@@ -616,24 +616,19 @@ def port_power_flow(
         i_gen = jax.lax.complex((sr * gr + si * gi) * per, (sr * gi - si * gr) * per)
         return i_lp, i_gen, jnp.concatenate([deviation, i_gen])
 
-    def fixed_point_map(x, skip_at_t0=False):
+    def fixed_point_map(x):
         """One sweep ``V_d <- w + Z (I(V_d))`` on the device voltages ``x`` in pu of
         their bases (so that Anderson's fit weighs a 480 V load as a 2.4 kV one): the
-        new ones and the largest change of a load phase's or generator's voltage, pu.
-        With ``skip_at_t0`` (the iterations; not differentiable) the tap terms are not
-        computed where the taps are at t0, where they are zero."""
+        new ones and the largest change of a load phase's or generator's voltage, pu."""
         current = devices(x)[2]
-        if skip_at_t0:
-            move = zero_unless(taps_moved, _tap_move, *tap_terms, current)
-        else:
-            move = _tap_move(*tap_terms, current)
+        move = skip_zero(taps_moved, _tap_move, *tap_terms, current)
         x_new = (w_eff + _cmatvec(device_block, current) + move) / dev_vbase
         change = jnp.abs(x_new - x)
         return x_new, jnp.max(jnp.where(counted, change, 0.0), initial=0.0)
 
     def body(state):
         k, (x, g_prev, f_prev, d_f_prev, d_g_prev, _mismatch) = state
-        g, mismatch = fixed_point_map(x, skip_at_t0=True)
+        g, mismatch = fixed_point_map(x)
         f = g - x
         # the newest differences; the carry holds only the last (a stack of both,
         # shifted every sweep, cost an IEEE 123 sweep of 1024 solves a tenth in copies)
