@@ -31,13 +31,16 @@ PAIRS = ((1, 2), (2, 3), (3, 1))
 PV_KVAR = 0.2  # kvar per kW (generation of reactive power)
 
 
-def opendss_solution(name, feeder, scale, pv):
+def opendss_solution(name, feeder, scale, pv, commands=()):
     """OpenDSS's node voltages (V, the feeder's node order), losses (kW), source power
-    (kW, kvar) and line currents (A, first terminal, by phase)."""
+    (kW, kvar) and line currents (A, first terminal, by phase); ``commands`` run after
+    the compile (as ``from_opendss``'s)."""
     engine = dss_engine()
     taps = dict(zip(feeder.regulator_names, np.asarray(feeder.tap_pu).tolist()))
     engine.Text.Command = "clear"
     engine.Text.Command = f'compile "{bundled_master(name)}"'
+    for command in commands:
+        engine.Text.Command = command
     for command in tap_commands(taps):
         engine.Text.Command = command
     engine.Text.Command = "set tolerance=1e-12"

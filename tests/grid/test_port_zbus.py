@@ -204,3 +204,37 @@ def test_a_batch_at_the_build_taps_skips_the_tap_terms():
     np.testing.assert_allclose(
         jax.jit(shared)(scales, feeder.tap_pu), jax.jit(jax.vmap(solve))(scales, taps), atol=1e-7
     )
+
+
+# OpenDSS's CVR loads (model 4: P ~ |V|^cvrwatts, Q ~ |V|^cvrvars in the voltage band) on
+# IEEE 13's three-phase delta load 671 and its wye phase 634a
+CVR = (
+    "load.671.model=4",
+    "load.671.cvrwatts=0.8",
+    "load.671.cvrvars=3",
+    "load.634a.model=4",
+    "load.634a.cvrwatts=1.5",
+    "load.634a.cvrvars=2.5",
+)
+
+
+def test_cvr_loads_match_opendss_and_need_their_own_model():
+    """The port model built from a feeder with CVR loads evaluates their exponents
+    (float64 and float32 against OpenDSS; the constant-power form would be 1e-3 pu off
+    at 671); one built without them (whose sweeps skip the exponentials) refuses it."""
+    from jaxgrid.grid.three_phase import bundled_master, from_opendss
+
+    with x64():
+        feeder = from_opendss(bundled_master("ieee13"), CVR, name="ieee13")
+        reference = opendss_solution("ieee13", feeder, 1.0, False, CVR)
+        zbus = build_port_zbus(feeder)
+        assert zbus.cvr and not build_port_zbus(load_feeder3("ieee13")).cvr
+        _check(jax.jit(port_power_flow)(zbus, feeder, 1.0), feeder, reference)
+        plain = opendss_solution("ieee13", feeder, 1.0, False)
+        vbase = np.asarray(feeder.vbase_v)
+        assert np.max(np.abs(np.abs(plain[0]) - np.abs(reference[0])) / vbase) > 1e-3
+    feeder = from_opendss(bundled_master("ieee13"), CVR, name="ieee13")
+    result = jax.jit(port_power_flow)(build_port_zbus(feeder), feeder, 1.0)
+    _check(result, feeder, reference, i_tol=I_TOL32)
+    with pytest.raises(ValueError, match="ieee13's loads have CVR exponents"):
+        port_power_flow(build_port_zbus(load_feeder3("ieee13")), feeder, 1.0)

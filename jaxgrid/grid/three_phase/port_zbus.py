@@ -172,6 +172,12 @@ class PortZbus:
             ``u``.
         ll_e, ll_c, ll_u: the same for each bus's line-to-line voltages ab, bc, ca (V,
             rows bus by bus, a pair the bus lacks a zero row).
+        cvr: static: some load phase has CVR exponents (OpenDSS's model 4) in the
+            feeder the model was built from. Without, the loads' constant-power part is
+            ``1 / |Vd|^2`` exactly and no logarithm or exponential is evaluated (a tenth
+            of an IEEE 123 sweep); a feeder whose loads gain exponents needs
+            :func:`build_port_zbus` again (:func:`port_power_flow` says so where it can
+            see the exponents).
     """
 
     port_node: Array
@@ -208,6 +214,7 @@ class PortZbus:
     ll_e: Array
     ll_c: Array
     ll_u: Array
+    cvr: bool = struct.field(pytree_node=False, default=True)
 
     @property
     def n_port(self) -> int:
@@ -357,6 +364,14 @@ def build_port_zbus(feeder: Feeder3, gen_nodes=(), gen_pairs=()) -> PortZbus:
         m_d=jnp.asarray(across_t @ m_t[ports], cplx),
         z_dt=jnp.asarray(across_t @ z_ports[:, tap_ports], cplx),
         **_output_maps(feeder, vb, w, z_nc, m_t, cplx),
+        cvr=_has_cvr(feeder),
+    )
+
+
+def _has_cvr(feeder: Feeder3) -> bool:
+    """Whether some load phase of ``feeder`` has a CVR exponent (host values)."""
+    return bool(
+        np.any(np.asarray(feeder.load_p_exp) != 0) or np.any(np.asarray(feeder.load_q_exp) != 0)
     )
 
 
@@ -530,6 +545,13 @@ def port_power_flow(
         An :class:`~jaxgrid.grid.three_phase.upf.UnbalancedPowerFlowResult` (the same
         fields as :func:`~jaxgrid.grid.three_phase.upf.unbalanced_power_flow`'s).
     """
+    exponents = (feeder.load_p_exp, feeder.load_q_exp)
+    if not zbus.cvr and not any(isinstance(e, jax.core.Tracer) for e in exponents):
+        if _has_cvr(feeder):
+            raise ValueError(
+                f"{feeder.name}'s loads have CVR exponents but its port model was built "
+                "without: call build_port_zbus on this feeder again"
+            )
     feeder = as_arrays(feeder)
     real = feeder.vbase_v.dtype
     if tol_pu is None:
@@ -602,7 +624,7 @@ def port_power_flow(
         deviation from ``Y_L0`` (what the ports see), in real arithmetic."""
         xr, xi = jnp.real(x), jnp.imag(x)
         lr, li = xr[:n_lp], xi[:n_lp]
-        g, b = load_admittance_parts(feeder, jnp.sqrt(lr * lr + li * li), load_scale)
+        g, b = load_admittance_parts(feeder, jnp.sqrt(lr * lr + li * li), load_scale, zbus.cvr)
         g, b = g * vb_lp, b * vb_lp  # amperes per pu
         i_lp = jax.lax.complex(g * lr - b * li, g * li + b * lr)
         dg, db = g0 - g, b0 - b

@@ -179,7 +179,9 @@ def load_admittance(feeder: Feeder3, vd: Array, load_scale) -> Array:
     return jax.lax.complex(g, b)
 
 
-def load_admittance_parts(feeder: Feeder3, vm_pu: Array, load_scale) -> tuple[Array, Array]:
+def load_admittance_parts(
+    feeder: Feeder3, vm_pu: Array, load_scale, cvr: bool = True
+) -> tuple[Array, Array]:
     """``(n_lp,)`` conductance and susceptance (S) of each load phase at the magnitude
     ``vm_pu`` of the voltage across it (pu of its base): :func:`load_admittance` in real
     arithmetic.
@@ -188,7 +190,10 @@ def load_admittance_parts(feeder: Feeder3, vm_pu: Array, load_scale) -> tuple[Ar
     ``|Vd|`` (one for ``G``, one for ``B``: they differ only in a CVR load's exponents),
     so the factors are computed with one reciprocal and one logarithm of ``|Vd|`` a load
     phase: written as complex divisions and powers, these were two thirds of a port
-    Z-bus iteration on IEEE 123 (1024 solves, this 2-core CPU).
+    Z-bus iteration on IEEE 123 (1024 solves, this 2-core CPU). With ``cvr`` False
+    (static: the caller knows no load has CVR exponents) the constant-power part is
+    ``1 / |Vd|^2`` exactly, with no logarithm or exponential (their pair was a tenth of
+    that iteration).
     """
     vbase = feeder.load_vbase_v
     g_eq = feeder.load_p_w * load_scale / vbase**2
@@ -205,9 +210,12 @@ def load_admittance_parts(feeder: Feeder3, vm_pu: Array, load_scale) -> tuple[Ar
     ramp_i = (1.0 - v_low) / (v_min - v_low)
     low_p = (v_low + ramp_p * (vm - v_low)) * inv_vm
     low_i = (v_low + ramp_i * (vm - v_low)) * inv_vm
-    log_vm = jnp.log(vm)
-    cvr_g = jnp.exp((feeder.load_p_exp - 2.0) * log_vm)
-    cvr_b = jnp.exp((feeder.load_q_exp - 2.0) * log_vm)
+    if cvr:
+        log_vm = jnp.log(vm)
+        cvr_g = jnp.exp((feeder.load_p_exp - 2.0) * log_vm)
+        cvr_b = jnp.exp((feeder.load_q_exp - 2.0) * log_vm)
+    else:
+        cvr_g = cvr_b = inv_vm * inv_vm
 
     def form(low, high, normal):
         return jnp.where(
