@@ -229,10 +229,10 @@ def skip_zero(nonzero: Array, fn, *args):
     ``nonzero`` it runs both branches with every operand broadcast to the batch:
     ``fn``'s unbatched matrices became per-member copies and its matrix products batched
     matrix-vector products (an IEEE 123 port Z-bus sweep of 1024 solves with their own
-    taps ran 2.6x slower on this CPU). Here the batching rule chooses: with
-    ``nonzero`` unbatched (one decision for the whole batch), one ``cond`` whose branch
-    is ``fn`` batched over the batched ``args``; with ``nonzero`` batched, ``fn`` over
-    the batch and a select. ``fn`` must close over no traced value (pass those in
+    taps ran 2.6x slower on this CPU). Here the batching rule makes one decision for the
+    batch: with ``nonzero`` unbatched, one ``cond`` whose branch is ``fn`` batched over
+    the batched ``args``; with ``nonzero`` batched, the same ``cond`` on whether any
+    member needs ``fn``, whose branch runs ``fn`` over the batch and selects. ``fn`` must close over no traced value (pass those in
     ``args``, arrays or pytrees of them); its outputs are arrays or pytrees of them.
     Derivatives (forward and reverse) are ``fn``'s everywhere, computed without the
     skip: a term that is zero at a point need not have a zero derivative there.
@@ -257,8 +257,17 @@ def _skip_zero(fn, pred, *args):
         pred_batched, *operands_batched = in_batched
         in_axes = [jax.tree.map(lambda b: 0 if b else None, b) for b in operands_batched]
         over_batch = jax.vmap(fn, in_axes=in_axes, axis_size=axis_size)
-        if pred_batched:
-            out = _where(pred, over_batch(*operands))
+        if pred_batched:  # one decision still: skipped where no member needs fn
+
+            def selected(*o):
+                return _where(pred, over_batch(*o))
+
+            out = jax.lax.cond(
+                jnp.any(pred),
+                selected,
+                lambda *o: jax.tree.map(jnp.zeros_like, selected(*o)),
+                *operands,
+            )
         else:
             out = jax.lax.cond(
                 pred, over_batch, lambda *o: jax.tree.map(jnp.zeros_like, over_batch(*o)), *operands

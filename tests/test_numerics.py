@@ -90,7 +90,8 @@ def _product(a, x):
 
 
 def test_skip_zero_is_fn_or_zeros_and_never_broadcasts_fn_operands():
-    """``fn`` where ``pred``, zeros elsewhere, in each of ``vmap``'s two cases. A plain
+    """``fn`` where ``pred``, zeros elsewhere, in each of ``vmap``'s two cases, each one
+    decision for the batch (a ``cond``). A plain
     ``lax.cond`` under ``vmap`` with a batched predicate broadcasts the unbatched
     ``(2, 3)`` matrix to every member (``(4, 2, 3)``): the check fails for it."""
     a = jnp.arange(6.0).reshape(2, 3)
@@ -117,6 +118,9 @@ def test_skip_zero_is_fn_or_zeros_and_never_broadcasts_fn_operands():
     unbatched = shapes(lambda p, x: shared(p, _product, a, x), jnp.asarray(True), xs)
     assert "cond" in [name for name, _ in unbatched]  # one decision: fn is skipped
     batched = shapes(lambda p, x: own(p, _product, a, x), member, xs)
+    assert "cond" in [name for name, _ in batched]  # skipped where no member needs it
+    none = jnp.zeros(4, bool)
+    np.testing.assert_array_equal(own(none, _product, a, xs)["y"], np.zeros((4, 2)))
     for found in (unbatched, batched):
         assert all((4, 2, 3) not in outs for _, outs in found)
     plain = jax.vmap(lambda p, x: jax.lax.cond(p, lambda v: a @ v, lambda v: jnp.zeros(2), x))

@@ -184,26 +184,31 @@ def test_the_fixed_point_is_iterated_once_and_ends_when_settled():
 
 
 def test_a_batch_at_the_build_taps_skips_the_tap_terms():
-    """At the taps the model was built at the tap terms of a sweep are zero: a batch that
-    shares its taps decides once (a ``cond`` in the loop) and skips them, a fifth of an
-    IEEE 123 sweep; a batch with its own taps computes them. Both give the same
-    voltages."""
+    """At the taps the model was built at the tap terms of a sweep are zero: a batch
+    decides once (a ``cond`` in the loop) whether any member's taps moved and skips them
+    if none did, a fifth of an IEEE 123 sweep, whether it shares its taps or has its own.
+    Shared, own at the build's and own moved taps give each member's single solve (to a
+    few float32 ulp)."""
     feeder = load_feeder3("ieee123")
     zbus = build_port_zbus(feeder)
     scales = jnp.array([0.7, 1.0, 1.3])
-    taps = jnp.broadcast_to(feeder.tap_pu, (3, feeder.n_regulator))
+    at_t0 = jnp.broadcast_to(feeder.tap_pu, (3, feeder.n_regulator))
+    moved = at_t0.at[1, 0].add(0.0125)
 
     def solve(scale, tap):
         return port_power_flow(zbus, feeder.replace(tap_pu=tap), scale).vm_pu
 
-    shared = jax.vmap(solve, in_axes=(0, None))
-    jaxpr = jax.make_jaxpr(shared)(scales, feeder.tap_pu).jaxpr
-    (loop,) = [e for e in jaxpr_equations(jaxpr) if e.primitive.name == "while"]
-    body = jaxpr_equations(loop.params["body_jaxpr"].jaxpr)
-    assert "cond" in [e.primitive.name for e in body]
-    np.testing.assert_allclose(
-        jax.jit(shared)(scales, feeder.tap_pu), jax.jit(jax.vmap(solve))(scales, taps), atol=1e-7
-    )
+    shared, own = jax.vmap(solve, in_axes=(0, None)), jax.vmap(solve)
+    for batched, taps in ((shared, feeder.tap_pu), (own, at_t0)):
+        jaxpr = jax.make_jaxpr(batched)(scales, taps).jaxpr
+        (loop,) = [e for e in jaxpr_equations(jaxpr) if e.primitive.name == "while"]
+        body = jaxpr_equations(loop.params["body_jaxpr"].jaxpr)
+        assert "cond" in [e.primitive.name for e in body]
+    for batched, taps in ((shared, feeder.tap_pu), (own, at_t0), (own, moved)):
+        out = jax.jit(batched)(scales, taps)
+        for b in range(3):
+            tap = taps if taps.ndim == 1 else taps[b]
+            np.testing.assert_allclose(out[b], jax.jit(solve)(scales[b], tap), atol=5e-7)
 
 
 # OpenDSS's CVR loads (model 4: P ~ |V|^cvrwatts, Q ~ |V|^cvrvars in the voltage band) on

@@ -63,7 +63,7 @@ models (one reciprocal, logarithm and two exponentials a load phase), and at tap
 than ``t0`` the taps' terms: the ``2 n_t`` rows of ``Z_td``, ``Q_d`` (9 tapped conductors
 on IEEE 123: ``16 n_t n_dev``, 1.4e4), the ``2 n_t`` system's inverse times a vector and
 the rank-``2 n_t`` correction (``32 n_t^2 + 16 n_dev n_t``, 1.6e4). At ``t0`` they are
-zero, and a batch that shares its taps skips them
+zero, and a batch none of whose members moved its taps skips them
 (:func:`~jaxgrid.numerics.skip_zero`). Once at the end
 ``8 (n_node + 3 n_line + 3 n_bus) (n_dev + 2 n_t)`` (9.5e5), and the ``2 n_t`` system's
 inverse once per tap setting. Every device-sized matrix is shared by a batch, so under
@@ -583,9 +583,9 @@ def port_power_flow(
     # block form, as the large one (XLA's complex products of 18 columns took a tenth of
     # an IEEE 123 iteration here)
     s_inv_block = _real_block_t(small_inverse(system))
-    # at the taps t0 the tap terms of a sweep are zero: a batch that shares its taps
-    # (one tap setting: the condition is not batched) skips them (a fifth of an IEEE 123
-    # sweep); under vmap over taps they are computed and selected
+    # at the taps t0 the tap terms of a sweep are zero: a batch skips them (a fifth of an
+    # IEEE 123 sweep) where none of its members' taps moved (skip_zero: one decision for
+    # the batch, whether it shares its taps or not)
     taps_moved = jnp.any(delta != 0)
     device_block = _real_block_t(zbus.z_dd)
     # (Z_td c, Q_d c) in one product (slices, not a gather, of its result)
