@@ -232,10 +232,11 @@ def skip_zero(nonzero: Array, fn, *args):
     taps ran 2.6x slower on this CPU). Here the batching rule makes one decision for the
     batch: with ``nonzero`` unbatched, one ``cond`` whose branch is ``fn`` batched over
     the batched ``args``; with ``nonzero`` batched, the same ``cond`` on whether any
-    member needs ``fn``, whose branch runs ``fn`` over the batch and selects. ``fn`` must close over no traced value (pass those in
-    ``args``, arrays or pytrees of them); its outputs are arrays or pytrees of them.
-    Derivatives (forward and reverse) are ``fn``'s everywhere, computed without the
-    skip: a term that is zero at a point need not have a zero derivative there.
+    member needs ``fn``, whose branch runs ``fn`` over the batch and selects. ``fn``
+    must close over no traced value (pass those in ``args``, arrays or pytrees of them);
+    its outputs are arrays or pytrees of them. Derivatives (forward and reverse) are
+    ``fn``'s everywhere, computed without the skip: a term that is zero at a point need
+    not have a zero derivative there.
     """
     return _skip_zero(fn, nonzero, *args)
 

@@ -59,7 +59,8 @@ Z-bus solver's derivatives (``tests/grid/test_three_phase_gradients.py``).
 
 Cost per iteration: one complex ``n_dev x n_dev`` matrix-vector product (``8 n_dev^2``
 real FLOPs; IEEE 123 without generators: 95 load phases, 7.2e4 FLOPs), the loads'
-models (one reciprocal, logarithm and two exponentials a load phase), and at taps other
+models (a square root and a reciprocal a load phase; a logarithm and two exponentials
+more where the model has CVR loads: ``PortZbus.cvr``), and at taps other
 than ``t0`` the taps' terms: the ``2 n_t`` rows of ``Z_td``, ``Q_d`` (9 tapped conductors
 on IEEE 123: ``16 n_t n_dev``, 1.4e4), the ``2 n_t`` system's inverse times a vector and
 the rank-``2 n_t`` correction (``32 n_t^2 + 16 n_dev n_t``, 1.6e4). At ``t0`` they are
