@@ -234,9 +234,9 @@ def skip_zero(nonzero: Array, fn, *args):
     the batched ``args``; with ``nonzero`` batched, the same ``cond`` on whether any
     member needs ``fn``, whose branch runs ``fn`` over the batch and selects. ``fn``
     must close over no traced value (pass those in ``args``, arrays or pytrees of them);
-    its outputs are arrays or pytrees of them. Derivatives (forward and reverse) are
-    ``fn``'s everywhere, computed without the skip: a term that is zero at a point need
-    not have a zero derivative there.
+    its outputs are arrays or pytrees of them. Differentiated (forward or reverse),
+    ``fn`` and its derivatives are computed everywhere, without the skip: a term that
+    is zero at a point need not have a zero derivative there.
     """
     return _skip_zero(fn, nonzero, *args)
 
@@ -280,10 +280,10 @@ def _skip_zero(fn, pred, *args):
 
 @_skip_zero.defjvp
 def _skip_zero_jvp(fn, primals, tangents):
-    pred, *args = primals
+    # fn itself, once: its value where it is skipped is zero by the caller's word
+    _, *args = primals
     _, *arg_tangents = tangents
-    _, tangent = jax.jvp(fn, tuple(args), tuple(arg_tangents))
-    return _skip_zero(fn, pred, *args), tangent
+    return jax.jvp(fn, tuple(args), tuple(arg_tangents))
 
 
 def _where(pred: Array, tree):

@@ -91,9 +91,9 @@ def _product(a, x):
 
 def test_skip_zero_is_fn_or_zeros_and_never_broadcasts_fn_operands():
     """``fn`` where ``pred``, zeros elsewhere, in each of ``vmap``'s two cases, each one
-    decision for the batch (a ``cond``). A plain
-    ``lax.cond`` under ``vmap`` with a batched predicate broadcasts the unbatched
-    ``(2, 3)`` matrix to every member (``(4, 2, 3)``): the check fails for it."""
+    decision for the batch (a ``cond``). A plain ``lax.cond`` under ``vmap`` with a
+    batched predicate broadcasts the unbatched ``(2, 3)`` matrix to every member
+    (``(4, 2, 3)``): the check fails for it."""
     a = jnp.arange(6.0).reshape(2, 3)
     xs = jnp.arange(12.0).reshape(4, 3)
     expected = xs @ a.T

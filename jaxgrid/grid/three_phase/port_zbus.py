@@ -429,9 +429,8 @@ def anderson_step(g: Array, f: Array, d_f: Array, d_g: Array, usable, real) -> A
     """The next iterate of Anderson acceleration of depth 2 (Walker and Ni, 2011):
     ``g - dG gamma`` with ``gamma`` the least-squares fit of the residual ``f`` by the
     residuals' last two differences ``d_f`` (older, newer: two ``(n,)``; ``d_g`` the map
-    values'); ``g``
-    itself where not ``usable`` (too little history, the last sweep) or the fit is not
-    finite.
+    values'); ``g`` itself where not ``usable`` (too little history, the last sweep) or
+    the fit is not finite.
 
     ``gamma`` is real: the map is not complex-analytic (a generator's current is the
     conjugate of ``S / V``), so the fit is over the real and imaginary parts as one real
