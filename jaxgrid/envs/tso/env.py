@@ -293,30 +293,35 @@ class TSO(Environment):
         )
         return self.observe(state, params), state
 
-    def dispatch(self, state: TSOState, request: Array, adjust: Array, params: TSOParams):
-        """``(commitment, net, result)``: the rules' outcome (:class:`~jaxgrid.envs.tso.commitment.Commitment`),
-        the step's :class:`~jaxgrid.envs.tso.net_load.NetLoad` and the DC-OPF's
-        :class:`~jaxgrid.dispatch.DispatchResult` for ``request`` and ``adjust``."""
+    def dispatch_problem(self, state: TSOState, request: Array, adjust: Array, params: TSOParams):
+        """``(commitment, net, network, pd_mw, options)``: the rules' outcome
+        (:class:`~jaxgrid.envs.tso.commitment.Commitment`) for ``request``, the step's
+        :class:`~jaxgrid.envs.tso.net_load.NetLoad`, and the DC-OPF it poses: the
+        network within the committed units' ramp windows, the loads ``(n_bus,)`` MW and
+        the keywords of :func:`~jaxgrid.dispatch.dcopf` (costs shifted by ``adjust``,
+        commitment, reserve, prices, the screened branches) bar ``iterations``."""
         u = params.units
         c = commit(request, state.status, state.time_in_state, state.pg_mw, u)
         net = net_load(state.start + state.time, params)
-        poly = u.cost_poly.at[:, 1].add(params.bias_max * adjust)
         network = self.network.replace(
             pmin_mw=c.p_low_mw, pmax_mw=c.p_high_mw, rate_mva=params.rate_mva
         )
-        result = dcopf_with_fallback(
-            network,
-            params.load_share * net.net_load_mw,
-            cost_poly=poly,
+        options = dict(
+            cost_poly=u.cost_poly.at[:, 1].add(params.bias_max * adjust),
             commitment=c.status,
             reserve_mw=params.reserve_margin * net.net_load_mw,
             params=params.dispatch,
             monitored=self.monitored,
             shed_at=self.shed_at,
             spill_at=self.spill_at,
-            iterations=self.iterations,
         )
-        return c, net, result
+        return c, net, network, params.load_share * net.net_load_mw, options
+
+    def dispatch(self, state: TSOState, request: Array, adjust: Array, params: TSOParams):
+        """``(commitment, net, result)``: :meth:`dispatch_problem`'s commitment and net
+        load, and the :class:`~jaxgrid.dispatch.DispatchResult` of its DC-OPF."""
+        c, net, network, pd_mw, options = self.dispatch_problem(state, request, adjust, params)
+        return c, net, dcopf_with_fallback(network, pd_mw, iterations=self.iterations, **options)
 
     def transition(self, key, state: TSOState, action, params: TSOParams) -> Transition:
         u, d = params.units, params.dispatch
