@@ -95,6 +95,16 @@ def _many(fn, capacity, args_batched: tuple):
     leaves of ``args`` flagged in ``args_batched`` have the batch axis first and the others
     are shared; a further ``vmap`` merges its axis into this one."""
     in_axes = jax.tree_util.tree_map(lambda b: 0 if b else None, args_batched)
+    shared = not any(jax.tree_util.tree_leaves(args_batched))
+
+    def results(size, *args):
+        """``fn`` of each of ``size`` elements; where no argument is batched (only the
+        mask is), its one result for each."""
+        if shared:
+            return jax.tree_util.tree_map(
+                lambda leaf: jnp.broadcast_to(leaf, (size,) + leaf.shape), fn(*args)
+            )
+        return jax.vmap(fn, in_axes=in_axes)(*args)
 
     @custom_vmap
     def apply(mask, otherwise, *args):
@@ -102,7 +112,7 @@ def _many(fn, capacity, args_batched: tuple):
 
         def every(state):
             pending, result = state
-            new = jax.vmap(fn, in_axes=in_axes)(*args)
+            new = results(n, *args)
             return pending, jax.tree_util.tree_map(
                 lambda a, b: jnp.where(mask.reshape((n,) + (1,) * (a.ndim - 1)), a, b),
                 new,
@@ -117,7 +127,7 @@ def _many(fn, capacity, args_batched: tuple):
                 args,
                 args_batched,
             )
-            new = jax.vmap(fn, in_axes=in_axes)(*picked)
+            new = results(index.shape[0], *picked)
             result = jax.tree_util.tree_map(
                 lambda old, v: old.at[index].set(v, mode="drop"), result, new
             )

@@ -88,6 +88,26 @@ def test_step_auto_resets_with_the_documented_key_split():
     assert int(state2.time) == 0 and int(state_end.time) == 2
 
 
+def test_vmap_of_step_takes_one_key_shared_by_the_batch():
+    """``jax.vmap(env.step, in_axes=(None, 0, 0, None))``: one key for every environment
+    (the auto-reset's arguments then unbatched, only which environments ended is), each
+    environment's step that of its own with that key."""
+    env = toy_envs.Tanks(horizon=2)
+    params = env.default_params()
+    keys = jax.random.split(KEY, 4)
+    _, states = jax.vmap(env.reset, in_axes=(0, None))(keys, params)
+    states = states.replace(time=jnp.asarray([0, 1, 0, 1], jnp.int32))  # two end this step
+    action = jnp.zeros((4, 3, 1))
+    step = jax.vmap(env.step, in_axes=(None, 0, 0, None))
+    obs, new, *_ = jax.jit(step)(jax.random.PRNGKey(1), states, action, params)
+    for i in range(4):
+        state = jax.tree_util.tree_map(lambda v, i=i: v[i], states)
+        want_obs, want, *_ = env.step(jax.random.PRNGKey(1), state, action[i], params)
+        np.testing.assert_allclose(obs[i], want_obs, rtol=1e-6)
+        np.testing.assert_allclose(new.level[i], want.level, rtol=1e-6)
+    assert list(np.asarray(new.time)) == [1, 0, 1, 0]
+
+
 def test_actions_are_sanitised_and_counted_per_agent():
     env = toy_envs.Tanks()
     params = env.default_params()

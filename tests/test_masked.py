@@ -45,6 +45,22 @@ def test_vmap_equals_the_select(n_set, capacity):
     jax.tree_util.tree_map(np.testing.assert_allclose, got, want)
 
 
+@pytest.mark.parametrize("capacity", [None, 4])
+def test_a_batched_mask_over_shared_arguments_broadcasts_one_result(capacity):
+    """Only the mask batched (an auto-reset from one key shared by every environment):
+    each masked element gets ``fn``'s one result."""
+    n = 8
+    x, otherwise, _ = batch(n)
+    one = jax.tree_util.tree_map(lambda v: v[0], x)
+    mask = jnp.arange(n) % 3 == 0
+    apply = jax.vmap(lambda m, o: masked_apply(fn, m, o, one, 2.0, capacity=capacity))
+    got = jax.jit(apply)(mask, otherwise)
+    want = reference(
+        mask, otherwise, jax.tree_util.tree_map(lambda v: jnp.stack([v] * n), one), 2.0
+    )
+    jax.tree_util.tree_map(np.testing.assert_allclose, got, want)
+
+
 def test_unbatched_is_a_cond():
     x, otherwise, _ = batch(1)
     x, otherwise = jax.tree_util.tree_map(lambda v: v[0], (x, otherwise))
