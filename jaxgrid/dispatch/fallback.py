@@ -41,8 +41,8 @@ lines' stage and the polish are two passes of one loop, so that the program hold
 search once (the polish takes the stage's 4 rounds of 2 steps): ``tso118-v0``'s
 ``jax.vmap(env.step)`` compiled in 15.6-16.3 s against 18.5 s with two copies (1,015-1,089
 fusions against 1,139; a slow day on this machine, ``benchmarks/compile_time.py``), the
-merit order's day at 64 environments gave the same rewards at the same speed (664
-against 652 env-steps/s, one process).
+merit order's day at 64 and 256 environments gave the same rewards at the same speed (664
+and 675 against 652 and 667 env-steps/s, one process).
 """
 
 from __future__ import annotations

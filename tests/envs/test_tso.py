@@ -328,8 +328,10 @@ def captured():
     rate = np.where(monitored, np.asarray(params.rate_mva, float), np.inf)
     refs = []
     for state, request, adjust in steps:
-        c, net, _, _, options = env.dispatch_problem(state, request, adjust, params)
-        refs.append(highs_reference(env, params, c, net, rate, np.asarray(options["cost_poly"])))
+        c, net, *_ = env.dispatch_problem(state, request, adjust, params)
+        poly = np.asarray(params.units.cost_poly, float).copy()
+        poly[:, 1] += float(params.bias_max) * np.asarray(adjust, float)  # the adjustment
+        refs.append(highs_reference(env, params, c, net, rate, poly))
 
     def solve(budget, state, request, adjust):
         _, _, network, pd_mw, options = env.dispatch_problem(state, request, adjust, params)
