@@ -36,7 +36,7 @@ load is shed behind a binding line (prices near the value of lost load, dual res
 of 10-60 currency/MWh); from its prices, the binding lines' Newton steps on its binding
 lines certify most of them. On 32 held-out days of ``tso118-v0``'s merit order (1,536
 steps, float32) 9 steps ended unconverged without it and 2 with it (one round of 4
-steps then), the polished prices equal float64's to 0.1 currency/MWh. The binding
+steps; 1 with the stage's 4 rounds of 2, on another CPU, ``benchmarks/dispatch_failures.py``), the polished prices equal float64's to 0.1 currency/MWh. The binding
 lines' stage and the polish are two passes of one loop, so that the program holds the
 search once (the polish takes the stage's 4 rounds of 2 steps): ``tso118-v0``'s
 ``jax.vmap(env.step)`` compiled in 15.6-16.3 s against 18.5 s with two copies (1,015-1,089
