@@ -139,3 +139,28 @@ def test_gradient_is_the_selects():
     want = jax.grad(loss, argnums=(1, 2))(reference, 2.0, otherwise["a"])
     assert float(jnp.abs(want[0])) > 0 and bool(jnp.any(want[1] != 0))
     jax.tree_util.tree_map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-6), ours, want)
+
+
+@pytest.mark.parametrize("capacity", [None, 2])
+def test_fn_is_traced_once_in_a_batched_scan(capacity):
+    # a scan batches its body until its carry's batching settles, running the batched
+    # rule once per pass: fn's Python ran three times (tso118-v0's interior point)
+    traces = []
+
+    def fn(x, scale):
+        traces.append(None)
+        return jnp.sin(x) * scale
+
+    def body(carry, _):
+        return masked_apply(fn, carry > 1.0, carry, carry, 2.0, capacity=capacity), None
+
+    def run(x):
+        return jax.lax.scan(body, x, None, length=2)[0]
+
+    x = jnp.arange(4.0)
+    out = jax.jit(jax.vmap(run))(x)
+    assert len(traces) == 1
+    expected = np.asarray(x)
+    for _ in range(2):
+        expected = np.where(expected > 1.0, np.sin(expected) * 2.0, expected)
+    np.testing.assert_allclose(np.asarray(out), expected, rtol=1e-6)
