@@ -122,7 +122,7 @@ def _stages(*args, sets, iterations, capacity, binding_lines) -> DispatchResult:
     :func:`~jaxgrid.masked.masked_apply` would compile its stages anew, and an eagerly
     stepped ``tso14-v0`` ran out of the JIT's memory within two days of steps."""
     sets = dict(sets)
-    plate = _tied(_solve(copper_plate_dispatch, sets, *args), args)  # every problem
+    plate = _solve(copper_plate_dispatch, sets, *args)  # every problem
     interior = functools.partial(_solve, functools.partial(dcopf, iterations=iterations), sets)
     if not binding_lines:
         return masked_apply(interior, ~plate.converged, plate, *args, capacity=capacity)
@@ -140,24 +140,6 @@ def _stages(*args, sets, iterations, capacity, binding_lines) -> DispatchResult:
     # of one loop, so that the program holds the binding lines' search once
     result, _ = jax.lax.scan(stage, plate, jnp.asarray([True, False]))
     return result
-
-
-def _tied(result: DispatchResult, args) -> DispatchResult:
-    """``result``, each leaf made to depend on every input, its value unchanged: under
-    ``jax.vmap`` every leaf is then batched where an input is, so the stages'
-    ``lax.scan`` batches its body once. Leaves the copper plate leaves constant (its
-    iteration count, zero line prices) became batched after the first pass, and the
-    scan batched its body, with the masked stages in it, a second time
-    (``tso118-v0``'s step traced in 2.89 s with it, 2.51 s without: one process,
-    alternated, median of 5, a slow day). The 0 is a select of 0 and 0, so no input's
-    value (an infinite rating) reaches the result and XLA folds it away."""
-    leaves = [jnp.sum(leaf) for leaf in jax.tree_util.tree_leaves(args) if jnp.size(leaf)]
-    zero = jnp.where(jnp.stack([x.astype(jnp.float32) for x in leaves]).sum() > 0, 0, 0)
-
-    def tie(leaf):
-        return leaf | (zero > 0) if leaf.dtype == bool else leaf + zero.astype(leaf.dtype)
-
-    return jax.tree_util.tree_map(tie, result)
 
 
 def _lines(sets, plate, *args) -> DispatchResult:
