@@ -48,7 +48,9 @@ def masked_apply(
     ``jax.vmap`` (any depth) a batch computes ``fn`` not at all where no mask is set;
     otherwise, by default, for the whole batch (then a select), and with ``capacity``
     only for the masked elements, gathered ``capacity`` at a time. The result is the
-    same as ``jnp.where(mask, fn(*args), otherwise)``.
+    same as ``jnp.where(mask, fn(*args), otherwise)``. ``fn`` is traced once, with
+    every leaf of ``args`` as an array (a Python number among them is traced, not
+    static: close over static values instead).
     """
     traced = _traced_once(fn, args)
 
@@ -61,7 +63,7 @@ def masked_apply(
         mask, otherwise, *args = primals
         _, d_otherwise, *d_args = tangents
         out = apply(mask, otherwise, *args)
-        _, d_new = jax.jvp(fn, tuple(args), tuple(d_args))
+        _, d_new = jax.jvp(traced, tuple(args), tuple(d_args))
         d_out = jax.tree_util.tree_map(
             lambda new, old: new if new.dtype == jax.dtypes.float0 else jnp.where(mask, new, old),
             d_new,

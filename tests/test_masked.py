@@ -164,3 +164,19 @@ def test_fn_is_traced_once_in_a_batched_scan(capacity):
     for _ in range(2):
         expected = np.where(expected > 1.0, np.sin(expected) * 2.0, expected)
     np.testing.assert_allclose(np.asarray(out), expected, rtol=1e-6)
+
+
+def test_fn_is_traced_once_when_differentiated():
+    traces = []
+
+    def fn(x, scale):
+        traces.append(None)
+        return jnp.sin(x) * scale
+
+    def loss(x):
+        return jnp.sum(jax.vmap(lambda v: masked_apply(fn, v > 1.0, v, v, 2.0))(x))
+
+    x = jnp.arange(4.0)
+    grad = jax.jit(jax.grad(loss))(x)
+    assert len(traces) == 1
+    np.testing.assert_allclose(np.asarray(grad), np.where(x > 1.0, 2.0 * np.cos(x), 1.0), rtol=1e-6)
