@@ -40,14 +40,20 @@ PyTree = Any
 
 
 def masked_apply(
-    fn: Callable[..., PyTree], mask, otherwise: PyTree, *args, capacity: int | None = None
+    fn: Callable[..., PyTree],
+    mask,
+    otherwise: PyTree,
+    *args,
+    capacity: int | float | None = None,
 ) -> PyTree:
     """``fn(*args)`` where the scalar ``mask`` is True, else ``otherwise``.
 
     ``fn(*args)`` must have the structure, shapes and dtypes of ``otherwise``. Under
     ``jax.vmap`` (any depth) a batch computes ``fn`` not at all where no mask is set;
     otherwise, by default, for the whole batch (then a select), and with ``capacity``
-    only for the masked elements, gathered ``capacity`` at a time. The result is the
+    only for the masked elements, gathered ``capacity`` at a time: an ``int``, or a
+    ``float`` in (0, 1], that share of the batch (rounded, at least one; for a stage
+    that a share of any batch needs). The result is the
     same as ``jnp.where(mask, fn(*args), otherwise)``. ``fn`` is traced once, with
     every leaf of ``args`` as an array (a Python number among them is traced, not
     static: close over static values instead).
@@ -145,9 +151,13 @@ def _many(fn, capacity, args_batched: tuple):
 
         def some(state):
             pending, result = state
-            (index,) = jnp.nonzero(pending, size=min(n, capacity), fill_value=n)
+            (index,) = jnp.nonzero(pending, size=_round_size(capacity, n), fill_value=n)
+            # a round with fewer pending elements than places computes the first of
+            # them in the spare places (its result dropped), not the batch's last
+            # element: an iterative ``fn`` then runs no longer than the round needs
+            padded = jnp.where(index < n, index, index[0])
             picked = jax.tree_util.tree_map(
-                lambda leaf, b: jnp.take(leaf, index, axis=0, mode="clip") if b else leaf,
+                lambda leaf, b: jnp.take(leaf, padded, axis=0) if b else leaf,
                 args,
                 args_batched,
             )
@@ -191,6 +201,15 @@ def _many(fn, capacity, args_batched: tuple):
         return out, jax.tree_util.tree_map(lambda _: True, out)
 
     return apply
+
+
+def _round_size(capacity: int | float, n: int) -> int:
+    """Elements gathered per round for ``capacity`` (an ``int`` or a share of ``n``)."""
+    if isinstance(capacity, float):
+        if not 0.0 < capacity <= 1.0:
+            raise ValueError(f"capacity as a share of the batch must be in (0, 1], got {capacity}")
+        return max(1, min(n, round(capacity * n)))
+    return min(n, int(capacity))
 
 
 def _broadcast(leaf, batched: bool, axis_size: int):

@@ -33,7 +33,7 @@ def batch(n, *lead):
     return x, otherwise, k3
 
 
-@pytest.mark.parametrize("capacity", [None, 4])
+@pytest.mark.parametrize("capacity", [None, 4, 0.25])
 @pytest.mark.parametrize("n_set", [0, 1, 3, 40, 64])
 def test_vmap_equals_the_select(n_set, capacity):
     n = 64
@@ -122,6 +122,37 @@ def test_fn_runs_only_where_needed():
     # the outer axis is merged, not turned into a select of both branches
     assert count_calls(n, none, nested=True) == 0
     assert count_calls(n, few, capacity=capacity, nested=True) == capacity
+
+
+def test_a_share_of_the_batch_is_gathered_per_round():
+    n = 64
+    few = jnp.zeros(n, bool).at[jnp.array([3, 9, 50])].set(True)
+    assert count_calls(n, few, capacity=0.25) == 16  # one round of a quarter of 64
+    assert count_calls(n, few, capacity=1 / 128) == 3  # at least one a round
+    assert count_calls(n, jnp.ones(n, bool), capacity=0.5) == n
+    with pytest.raises(ValueError, match=r"share of the batch must be in \(0, 1\]"):
+        count_calls(n, few, capacity=1.5)
+
+
+def test_spare_places_of_a_round_repeat_a_pending_element():
+    """An iterative ``fn`` (a loop until each element's own count) gathered with room to
+    spare runs as long as the pending elements need, not as long as the batch's last
+    element (whose count is large and which is not masked)."""
+    iterations = []
+
+    def loop(limit):
+        def body(c):
+            jax.debug.callback(lambda: iterations.append(1))
+            return c + 1
+
+        return jax.lax.while_loop(lambda c: c < limit, body, jnp.zeros((), jnp.int32))
+
+    limit = jnp.array([2, 0, 0, 1000], jnp.int32)
+    mask = jnp.array([True, False, False, False])
+    apply = jax.vmap(lambda m, o, x: masked_apply(loop, m, o, x, capacity=2))
+    got = jax.block_until_ready(jax.jit(apply)(mask, -jnp.ones(4, jnp.int32), limit))
+    np.testing.assert_array_equal(got, [2, -1, -1, -1])
+    assert 0 < len(iterations) <= 2 * 2  # each iteration's callback once or per element
 
 
 def test_gradient_is_the_selects():

@@ -10,23 +10,38 @@ interior point's work, with a certificate of optimality. The interior point
 :func:`dcopf_with_fallback` therefore solves the copper plate for every problem, the
 binding lines where the copper plate's flows exceed a monitored rating, and the interior
 point only where neither is certified (load shed or output spilled behind a binding
-line, more binding lines than the search holds), and where the interior point ends
+line, more binding lines than the search holds, a reserve price that the lines move),
+and where the interior point ends
 unconverged, the binding lines' Newton steps again, started from its prices and its
 binding lines (a polish, taken where it certifies the optimum), each through
 :func:`~jaxgrid.masked.masked_apply`: under ``jax.vmap`` a stage runs only when some
-member of the batch needs it, and the interior point gathers its problems ``capacity``
-at a time; unbatched each is a ``lax.cond``. The result is each stage's where it is
+member of the batch needs it, and each gathers the problems that need it a share of the
+batch at a time (``LINES_CAPACITY``, ``capacity``); unbatched each is a ``lax.cond``. The result is each stage's where it is
 certified; where the optimum is not unique (load shed or output spilled at several
 buses at one price) the stages may split it differently at the same cost, unless
 :attr:`~jaxgrid.dispatch.DCOPFParams.slack_price_rise` makes it unique.
 
 Measured on ``tso118-v0`` (2-core CPU, ``jax.vmap(env.step)``, 48-step days, one XLA
 device): the interior point ran on 6 % of the steps of random commitments and 10 % of
-the merit order's (``benchmarks/dispatch_failures.py``). The binding lines' search
+the merit order's (``benchmarks/dispatch_failures.py``); a later session, 8 held-out
+days each, 7 % and 23 % before the binding lines' exact step lengths and 2 % and 21 %
+after (the merit order's congested steps shed or hold the reserve behind a binding
+line, which the binding lines do not certify). The binding lines' search
 (``slots``, ``rounds``, ``newton_steps``) trades its own cost against the interior
 point's: 8 rounds of 4 Newton steps left the interior point fewer steps but ran
 1.1e3 env-steps/s at 64 and 256 environments, 4 rounds of 2 steps 1.7e3 and 2.0e3 (its
-defaults); a capacity of 4 problems a round beat 16 at the remaining rates. On case5
+defaults), at 6.5 % of the steps left to the interior point; with the binding lines'
+exact step lengths (:mod:`.binding_lines`) 1.4 %, more rounds or steps certifying a
+few tenths of a per cent more for more than they saved. The shares gathered: about a
+quarter of random commitments' problems need the binding lines and one or two in a
+hundred the interior point, at any batch, so each stage takes a share of the batch a
+round, a quarter and a sixty-fourth (one problem at 64 environments, four at 256).
+Measured on one day of ``tso118-v0``'s random-commitment problems (the dispatch alone,
+``jax.vmap`` in a jitted scan, one process, median of 7), ms a step of 64 problems: the
+binding lines on the whole batch and the interior point 4 a round (before) 24.7, with
+the exact steps 18.6, gathered a quarter and one a round 10.4, the interior point 4 a
+round 14.0, the lines half a batch 12.4; of 256 problems: a quarter and four a round
+27.5, one a round 27.8, the lines an eighth 29.4. On case5
 (``gencos5-v0``: 6 lines, a 5-node interior point) the middle stage costs more than the
 interior point it saves: 1.3e4 and 9.3e3 env-steps/s at 64 and 256 environments with it,
 2.5e4 and 4.0e4 without (``binding_lines=False``, which that market uses).
@@ -67,7 +82,8 @@ from jaxgrid.masked import masked_apply
 from jaxgrid.numerics import full_precision
 from jaxgrid.types import Array
 
-CAPACITY = 4  # problems of a batch the interior point takes per round
+CAPACITY = 1 / 64  # share of a batch the interior point takes per round
+LINES_CAPACITY = 1 / 4  # share of a batch the binding lines take per round
 
 
 @full_precision
@@ -84,7 +100,7 @@ def dcopf_with_fallback(
     shed_at: Sequence[int] | None = None,
     spill_at: Sequence[int] | None = None,
     iterations: int = DEFAULT_ITERATIONS,
-    capacity: int = CAPACITY,
+    capacity: int | float = CAPACITY,
     binding_lines: bool = True,
 ) -> DispatchResult:
     """:func:`~jaxgrid.dispatch.dcopf`'s solution of the same arguments (see the module
@@ -110,7 +126,7 @@ def dcopf_with_fallback(
         *args,
         sets=sets,
         iterations=int(iterations),
-        capacity=int(capacity),
+        capacity=capacity,
         binding_lines=bool(binding_lines),
     )
 
@@ -131,7 +147,7 @@ def _stages(*args, sets, iterations, capacity, binding_lines) -> DispatchResult:
     def stage(start, first):
         """The binding lines from ``start`` where it is not certified, kept where they
         certify; then, on the first pass, the interior point where they do not."""
-        found = masked_apply(lines, ~start.converged, start, start, *args)
+        found = masked_apply(lines, ~start.converged, start, start, *args, capacity=LINES_CAPACITY)
         found = jax.tree_util.tree_map(lambda a, b: jnp.where(found.converged, a, b), found, start)
         need = ~found.converged & first
         return masked_apply(interior, need, found, *args, capacity=capacity), None
