@@ -105,7 +105,8 @@ def dcopf_with_fallback(
 ) -> DispatchResult:
     """:func:`~jaxgrid.dispatch.dcopf`'s solution of the same arguments (see the module
     docstring), with ``capacity`` the problems of a batch solved by the interior point
-    per round; ``binding_lines=False`` leaves out the middle stage (cheaper where the
+    per round (an ``int``, or a ``float`` in (0, 1], that share of the batch:
+    :func:`~jaxgrid.masked.masked_apply`); ``binding_lines=False`` leaves out the middle stage (cheaper where the
     interior point is: a network of a few buses)."""
     params = DCOPFParams() if params is None else params
     monitored, shed_at, spill_at = static_sets(
