@@ -237,3 +237,34 @@ def test_opf118_oracle_setpoints_cost_nothing():
         _, _, reward, _, _, info = step(KEY, s, action, params)
         np.testing.assert_array_equal(info["costs"], 0.0)
         np.testing.assert_allclose(reward[0], -oracle.cost_per_h[t] * 0.5 / 1000, rtol=1e-5)
+
+
+FLOAT64_AFTER_FLOAT32 = """
+import jax
+import jax.numpy as jnp
+import jaxgrid
+
+env, params = jaxgrid.make("opf14-v0")
+jax.jit(env.reset)(jax.random.key(0), params)  # float32, as check_env's first passes
+jax.config.update("jax_enable_x64", True)  # then its float64 pass, on the same env
+params = jax.tree_util.tree_map(
+    lambda x: jnp.asarray(x, jnp.float64) if jnp.issubdtype(x.dtype, jnp.floating) else x,
+    params,
+)
+obs, _ = jax.jit(env.reset)(jax.random.key(0), params)
+assert obs.dtype == jnp.float64, obs.dtype
+"""
+
+
+def test_observation_in_float64_after_a_float32_trace_of_the_same_env():
+    """check_env's float64 pass after its float32 ones: the observation divided float64
+    arrays by the network's NumPy float64 base MVA, which JAX had cached as a float32
+    constant in the first trace, and ``lax.div`` refused the mixed dtypes. In a fresh
+    process, so that the suite's other traces cannot hide it."""
+    import subprocess
+    import sys
+
+    run = subprocess.run(
+        [sys.executable, "-c", FLOAT64_AFTER_FLOAT32], capture_output=True, text=True
+    )
+    assert run.returncode == 0, run.stderr[-2000:]

@@ -293,7 +293,11 @@ class OPF(Environment):
         )
 
     def observe(self, state: OPFState, params: OPFParams):
-        base = self.network.base_mva
+        # A Python float, not the network's numpy float64 scalar: a numpy
+        # constant traced once under float32 is cached by JAX as float32 and
+        # met float64 arrays in `lax.div` after `jax_enable_x64` was turned on
+        # in the same process (check_env's float64 pass).
+        base = float(self.network.base_mva)
         row = state.start + state.time
         shapes = self.class_shapes(row, params)
         p_load, _ = self.bus_loads(shapes, params)
