@@ -165,7 +165,7 @@ def main(argv=None) -> int:
         "",
         "| algo | env | agents | case | network | compute | envs x steps | epochs x minibatches "
         "| rows per gradient pass | env-steps/s | agent-steps/s | goal | matmul bound "
-        "| compile s |",
+        "| first call s |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     print("\n".join(lines), flush=True)

@@ -1,0 +1,137 @@
+"""Compile time of every trainer's update, as ``jaxgrid train`` compiles it.
+
+    python benchmarks/train_compile_time.py [--cases ALGO:ENV ...] [--repeats N] [--out FILE]
+
+For each case (an algorithm on an environment, with its tuned settings from
+:mod:`jaxgrid.train.defaults`), ``jax.jit(fns.update_step)`` (one update: the rollout
+of ``num_envs x num_steps`` environment steps, the advantages or targets, and every
+gradient step of the update) is traced, lowered and compiled ahead of time
+(``.trace().lower().compile()``), so that no run is counted, in one process with JAX's
+persistent compilation cache off and JAX's in-memory caches cleared before each compile;
+each figure is the median of ``--repeats`` compiles (this shared machine's compile times
+vary by a third from one minute to the next), after one warm-up compile of XLA itself.
+Beside it, the same for the environment's own ``jax.jit(jax.vmap(env.step))`` at the
+trainer's batch: the part of the update that is the environment's. The issue's goal
+(#23) is an update that compiles in < 5 s on a 2-core CPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+import warnings
+
+from timing import add_row, emit_table
+
+GOAL_S = 5.0
+# (algorithm, environment): the trainers and the environments of the training table
+CASES = (
+    ("ppo", "arbitrage-v0"),
+    ("ppo", "dso33-v0"),
+    ("ippo", "smartgrid-v0"),
+    ("ippo", "voltage33-v0"),
+    ("ippo", "ders141-v0"),
+    ("sac", "arbitrage-v0"),
+    ("isac", "voltage33-v0"),
+    ("apg", "arbitrage-v0"),
+    ("iapg", "voltage33-v0"),
+)
+
+
+def _timed(fn, *args):
+    """``(trace s, compile s, compiled)`` of ``jax.jit(fn)`` at ``args``."""
+    import jax
+
+    t0 = time.perf_counter()
+    lowered = jax.jit(fn).trace(*args).lower()
+    t1 = time.perf_counter()
+    compiled = lowered.compile()
+    return t1 - t0, time.perf_counter() - t1, compiled
+
+
+def measure(algo: str, env_name: str) -> dict:
+    """Seconds to trace and compile ``algo``'s update on ``env_name``, and the env's step."""
+    import jax
+
+    import jaxgrid
+    from jaxgrid.train.run import ALGOS, RunConfig
+
+    jax.clear_caches()
+    config = RunConfig(env=env_name, algo=algo)
+    settings = config.algo_config()
+    env, params = jaxgrid.make(env_name, **config.env_kwargs)
+    fns = ALGOS[algo].make_train(settings, env, params)
+    runner = jax.eval_shape(fns.init, jax.random.PRNGKey(0), params)
+    trace_s, compile_s, compiled = _timed(fns.update_step, runner, params)
+    row = {
+        "algo": algo,
+        "env": env_name,
+        "batch": f"{settings.num_envs} x {settings.num_steps}"
+        if hasattr(settings, "num_steps")
+        else f"{settings.num_envs}",
+        "trace": trace_s,
+        "compile": compile_s,
+        "fusions": compiled.as_text().count(" fusion("),
+    }
+    jax.clear_caches()
+    keys = jax.random.split(jax.random.PRNGKey(0), settings.num_envs)
+    _, state = jax.eval_shape(jax.vmap(env.reset, in_axes=(0, None)), keys, params)
+    action = jax.eval_shape(jax.vmap(env.action_space(params).sample), keys)
+    step = jax.vmap(env.step, in_axes=(0, 0, 0, None))
+    step_trace, step_compile, _ = _timed(step, keys, state, action, params)
+    row["env_step"] = step_trace + step_compile
+    return row
+
+
+def median_of(algo: str, env_name: str, repeats: int) -> dict:
+    """:func:`measure` ``repeats`` times; each timing the median, the rest the first's."""
+    runs = [measure(algo, env_name) for _ in range(repeats)]
+    row = dict(runs[0])
+    for name in ("trace", "compile", "env_step"):
+        row[name] = statistics.median(r[name] for r in runs)
+    return row
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--cases", nargs="*", help="only these, as ALGO:ENV (ippo:ders141-v0)")
+    parser.add_argument("--repeats", type=int, default=3, help="compiles per case (median)")
+    parser.add_argument("--out", help="also write the table to this markdown file")
+    args = parser.parse_args(argv)
+    warnings.simplefilter("ignore")
+    import jax
+
+    jax.config.update("jax_enable_compilation_cache", False)
+    cases = [tuple(c.split(":", 1)) for c in args.cases] if args.cases else CASES
+    jax.jit(lambda x: x + 1).lower(1.0).compile()  # XLA's own start-up, counted in no case
+    lines = [
+        "Seconds to trace and compile one update (`jax.jit(update_step)`, the tuned settings) "
+        f"on {jax.devices()[0].device_kind} ({os.cpu_count()} cores), one XLA device, ahead "
+        f"of time (no run counted), caches cleared before each, median of {args.repeats}; the "
+        "environment's "
+        "`jax.jit(jax.vmap(env.step))` at the trainer's batch beside it.",
+        "",
+        "| algo | env | envs x steps | update: trace s | update: compile s | update fusions "
+        f"| env step: trace + compile s | update < {GOAL_S:g} s |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for algo, env_name in cases:
+        r = median_of(algo, env_name, args.repeats)
+        total = r["trace"] + r["compile"]
+        line = (
+            f"| {algo} | {env_name} | {r['batch']} | {r['trace']:.1f} | {r['compile']:.1f} "
+            f"| {r['fusions']} | {r['env_step']:.1f} "
+            f"| {'yes' if total < GOAL_S else 'no'} ({total:.1f}) |"
+        )
+        add_row(lines, line)
+    emit_table(lines, args.out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
