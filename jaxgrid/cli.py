@@ -8,6 +8,12 @@ status 2, no traceback; warnings are one line ``jaxgrid: warning: ...`` each.
 environments it registers can be listed, demonstrated, trained, rendered and evaluated:
 ``jaxgrid --import solar_home train --env solar-home-v0`` (the working directory is on
 the import path).
+
+Every command keeps its compiled programs in JAX's persistent compilation cache, so that a
+second run of the same config loads its training program
+instead of compiling it: in ``$JAX_COMPILATION_CACHE_DIR`` when that is set (empty: no
+cache), else ``$XDG_CACHE_HOME/jaxgrid/jax`` or ``~/.cache/jaxgrid/jax``, at most
+:data:`CACHE_MAX_BYTES` there (the least recently used entries go first).
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import os
 import re
 import sys
 import time
@@ -514,9 +521,25 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+CACHE_MAX_BYTES = 2 * 1024**3  # the persistent compilation cache's folder, when ours
+
+
+def use_compilation_cache() -> None:
+    """JAX's persistent compilation cache in ``$JAX_COMPILATION_CACHE_DIR`` when set (JAX
+    reads it itself), else in the user's cache folder (see the module docstring)."""
+    if "JAX_COMPILATION_CACHE_DIR" in os.environ:
+        return
+    import jax
+
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    jax.config.update("jax_compilation_cache_dir", str(base / "jaxgrid" / "jax"))
+    jax.config.update("jax_compilation_cache_max_size", CACHE_MAX_BYTES)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the ``jaxgrid`` command given by ``argv`` (default: the process's arguments);
     returns the exit status (2 after a :class:`~jaxgrid.errors.UserError`)."""
+    use_compilation_cache()
     try:
         parser = build_parser()
         _import_modules(parser, argv)

@@ -14,8 +14,9 @@ reward weightings). The functions below read in the order they run:
    clipped surrogate, clipped value loss and entropy bonus (each minibatch's gradient summed
    over chunks of at most ``microbatch_rows`` rows);
 4. ``run_updates``: a scan of update steps that logs every ``log_every``-th through a host
-   callback; ``train``: ``init`` then all ``num_updates`` of them. A checkpointing driver
-   (:mod:`jaxgrid.train.run`) calls ``run_updates`` in chunks instead.
+   callback; ``train``: ``init`` then all ``num_updates`` of them. The checkpointing driver
+   (:mod:`jaxgrid.train.run`) runs ``update_step`` in chunks instead (:func:`chunk_updates`)
+   and logs between them.
 
 Agents are a batch axis: observations ``(envs, agents, obs_dim)``, one network per agent
 type (:mod:`jaxgrid.train.networks`). Single-agent PPO runs on the centralised view of an
@@ -695,6 +696,30 @@ def scan_updates(update_step, runner, env_params, count, first, log, log_every: 
 
     (runner, _), metrics = jax.lax.scan(step, (runner, jnp.asarray(first, jnp.int32)), None, count)
     return runner, metrics
+
+
+def chunk_updates(update_step, runner, env_params, count, logs):
+    """``count`` (an int or a traced int32) calls of ``update_step(runner, env_params) ->
+    (runner, metrics)`` in a ``lax.fori_loop``, so that every chunk length runs one
+    program: the checkpointing driver's unit (:meth:`jaxgrid.train.sweep.Sweep.run_chunk`).
+
+    Returns ``(runner, logged)``: ``logged`` the last update's metrics and the episodes
+    since the last log (``runner.since_log``, as :func:`scan_updates` logs them); where
+    ``logs`` (a bool, traced or not) those sums are zeroed after it. The driver writes
+    ``logged`` from Python, so the program calls no host callback and JAX's persistent
+    compilation cache can keep it between processes (it keeps no program that calls one).
+    """
+    step = jax.jit(update_step)  # traced once: for the metrics' shapes, then in the loop
+    _, shapes = jax.eval_shape(step, runner, env_params)
+    metrics = jax.tree_util.tree_map(lambda s: jnp.zeros(s.shape, s.dtype), shapes)
+    runner, metrics = jax.lax.fori_loop(
+        0, count, lambda _, carry: step(carry[0], env_params), (runner, metrics)
+    )
+    logged = dict(metrics, **episode_means(runner.since_log))
+    since_log = jax.tree_util.tree_map(
+        lambda x: jnp.where(logs, jnp.zeros_like(x), x), runner.since_log
+    )
+    return runner.replace(since_log=since_log), logged
 
 
 def chunked_gradient(grad_fn: Callable, chunks: int, params, *batch):

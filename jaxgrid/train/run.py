@@ -275,18 +275,16 @@ class Run:
 
     Runs of one config in one process share them (``_built``), so the training
     program compiles once per process: a resumed run, a second run in a notebook, or the
-    tests that train one small config many times. The persistent compilation cache
-    cannot do it, since the program calls the logger through a host callback; here the
-    callback goes to a forwarder (``_ForwardLog``) that each run points at its own logger.
+    tests that train one small config many times. The program calls no host callback
+    (:meth:`~jaxgrid.train.sweep.Sweep.run_chunk`; :func:`train_run` logs between
+    chunks), so with JAX's persistent compilation cache on, another process loads it.
     """
 
-    def __init__(self, config: RunConfig, log=None):
+    def __init__(self, config: RunConfig):
         self.config = config
-        self.env, self.algo_config, self.fns, self.sweep, forward = _built(
-            json.dumps(config.to_json(), sort_keys=True), log is not None
+        self.env, self.algo_config, self.fns, self.sweep = _built(
+            json.dumps(config.to_json(), sort_keys=True)
         )
-        if forward is not None:
-            forward.to = log
         self.key = jax.random.PRNGKey(config.seed)
 
     def fresh_runners(self):
@@ -294,29 +292,16 @@ class Run:
         return self.sweep.place(self.sweep.init(self.key))
 
 
-class _ForwardLog:
-    """The host-callback target of a shared training program: the logger of the run
-    that is training now."""
-
-    def __init__(self):
-        self.to = None
-
-    def __call__(self, metrics: dict) -> None:
-        self.to(metrics)
-
-
 @functools.lru_cache(maxsize=4)
-def _built(config_json: str, logs: bool):
-    """``(env, algo config, training functions, sweep, log forwarder or None)`` of the
-    config whose sorted JSON is ``config_json``, built once per process (the last few
-    configs kept)."""
+def _built(config_json: str):
+    """``(env, algo config, training functions, sweep)`` of the config whose sorted JSON
+    is ``config_json``, built once per process (the last few configs kept)."""
     config = RunConfig.from_json(json.loads(config_json))
     env, params = config.make_env()
     scenarios = with_weights(env, params, config.weights) if config.weights else [params]
     algo_config = config.algo_config()
-    forward = _ForwardLog() if logs else None
-    fns = ALGOS[config.algo].make_train(algo_config, env, params, log=forward)
-    return env, algo_config, fns, Sweep(fns, config.seeds, scenarios), forward
+    fns = ALGOS[config.algo].make_train(algo_config, env, params)
+    return env, algo_config, fns, Sweep(fns, config.seeds, scenarios)
 
 
 class RunWarning(UserWarning):
@@ -462,24 +447,47 @@ def train_run(
             tensorboard=tensorboard,
             progress_every_s=progress_every_s,
         )
-        run = Run(config, log=logger)
+        run = Run(config)
         checkpoints = Checkpoints(out / "checkpoints")
         runners, done = _resume(run, checkpoints, logger, n_updates)
         every = config.checkpoint_every or n_updates
+        log_every = run.algo_config.log_every or n_updates + 1  # 0: never
         end = n_updates if stop_after is None else min(stop_after, n_updates)
         with logger:
             logger.resume_at(done)
             if done < end:
                 logger.say("compiling the training program (the first update waits for it)...")
+            unlogged = None  # a chunk's metrics, written while the next chunk runs
             while done < end:
-                count = min(every - done % every, end - done)
-                runners, _ = run.sweep.run_updates(runners, count, done)
-                done += count
-                checkpoints.save(done, runners)
+                stop = min(_next_multiple(done, log_every), _next_multiple(done, every), end)
+                logs = stop % log_every == 0
+                runners, logged = run.sweep.run_chunk(runners, stop - done, logs)
+                _log_members(logger, unlogged)
+                unlogged, done = logged if logs else None, stop
+                if done % every == 0 or done == end:
+                    _log_members(logger, unlogged)
+                    unlogged = None
+                    checkpoints.save(done, runners)
         checkpoints.close()
         if done < n_updates:
             return None
         return _write_report(out, evaluate_runners(run, runners))
+
+
+def _next_multiple(done: int, every: int) -> int:
+    """The first multiple of ``every`` after ``done``."""
+    return (done // every + 1) * every
+
+
+def _log_members(logger: MetricsLogger, logged) -> None:
+    """One row per sweep member of a chunk's ``logged`` metrics (axes (scenarios, seeds));
+    ``None``: nothing to log. Waits for the chunk to finish."""
+    if logged is None:
+        return
+    logged = jax.device_get(logged)
+    scenarios, seeds = np.shape(logged["member"])
+    for member in np.ndindex(scenarios, seeds):
+        logger(jax.tree_util.tree_map(lambda x, at=member: x[at], logged))
 
 
 def evaluate_run(

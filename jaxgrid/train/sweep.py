@@ -22,7 +22,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-from jaxgrid.train.ppo import TrainFns
+from jaxgrid.train.ppo import TrainFns, chunk_updates
 
 
 def stack(trees: Sequence[Any]) -> Any:
@@ -59,6 +59,7 @@ class Sweep:
         self.members = len(self.scenarios) * seeds
         # ``first`` is traced: resuming or checkpointing in chunks reuses one program per chunk size
         self.compiled_updates = jax.jit(self._run_updates, static_argnums=1, donate_argnums=0)
+        self.compiled_chunk = jax.jit(self._run_chunk, donate_argnums=0)
         self.init = jax.jit(self._init)
 
     def run_updates(self, runners, count: int, first=0):
@@ -70,6 +71,25 @@ class Sweep:
         a resumed run compiled the training program twice (7 s for the smallest run here).
         """
         return self.compiled_updates(runners, count, jnp.int32(first))
+
+    def run_chunk(self, runners, count: int, logs: bool):
+        """``count`` updates of every member in the one program of every chunk length:
+        ``(runners, logged)``, ``logged`` the last update's metrics and the episodes since
+        the last log, axes (scenarios, seeds) (:func:`jaxgrid.train.ppo.chunk_updates`;
+        ``logs``: those episodes' sums start again from zero)."""
+        return self.compiled_chunk(runners, jnp.int32(count), jnp.bool_(logs))
+
+    def _run_chunk(self, runners, count, logs):
+        def chunk(runner, params):
+            return chunk_updates(self.fns.update_step, runner, params, count, logs)
+
+        if self.members == 1:  # no vmap: the rollout's conds stay conds
+            return _add_axes(
+                chunk(jax.tree_util.tree_map(lambda x: x[0, 0], runners), self.scenarios[0])
+            )
+        return jax.vmap(lambda rs, params: jax.vmap(lambda r: chunk(r, params))(rs))(
+            runners, self.params
+        )
 
     def _init(self, key):
         return _strongly_typed(self._init_members(key))

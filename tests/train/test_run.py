@@ -107,7 +107,7 @@ def test_interrupted_run_resumes_to_the_uninterrupted_result(tmp_path, capsys):
 
     # the three runs of one config in this process, the resumed one included (arrays
     # restored from a checkpoint), compiled the training program once
-    assert Run(_config(), log=print).sweep.compiled_updates._cache_size() == 1
+    assert Run(_config()).sweep.compiled_chunk._cache_size() == 1
 
 
 def test_config_json_reproduces_the_run_and_a_run_directory_refuses_another(tmp_path):
@@ -313,3 +313,30 @@ def test_no_oracle_leaves_the_optimum_out_of_a_runs_evaluation():
     args = build_parser().parse_args(["train", "--env", "arbitrage-v0", "--no-oracle"])
     assert _run_config(args).eval_oracle is False
     assert _run_config(build_parser().parse_args(["train", "--env", "arbitrage-v0"])).eval_oracle
+
+
+KEEP = """
+import sys
+from jaxgrid.cli import use_compilation_cache
+from jaxgrid.train.run import RunConfig, train_run
+use_compilation_cache()
+config = RunConfig(env="arbitrage-v0", algo="ppo", seeds=2,
+                   ppo=dict(total_steps=1152, num_envs=8, hidden=[16], log_every=1))
+train_run(config, sys.argv[1], progress=False, stop_after=2)
+"""
+
+
+def test_the_training_program_is_kept_in_the_users_compilation_cache(tmp_path):
+    """The CLI's runs keep their compiled training program between processes: it calls no
+    host callback (JAX's persistent cache keeps no program that calls one), and the cache
+    is on by default, in the user's cache folder."""
+    import subprocess
+
+    env = {k: v for k, v in os.environ.items() if k != "JAX_COMPILATION_CACHE_DIR"}
+    env.update(
+        XDG_CACHE_HOME=str(tmp_path / "cache"), JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0"
+    )
+    subprocess.run([sys.executable, "-c", KEEP, str(tmp_path / "run")], env=env, check=True)
+    kept = os.listdir(tmp_path / "cache" / "jaxgrid" / "jax")
+    assert any(name.startswith("jit__run_chunk-") for name in kept), sorted(kept)
+    assert len(read_metrics(tmp_path / "run" / "metrics.jsonl")) == 2 * 2  # members x updates
