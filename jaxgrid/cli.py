@@ -531,21 +531,26 @@ def use_compilation_cache() -> None:
         return
     import jax
 
-    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    jax.config.update("jax_compilation_cache_dir", str(base / "jaxgrid" / "jax"))
+    folder = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "jaxgrid" / "jax"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        warnings.warn(f"no compilation cache: cannot create {folder} ({e.strerror})", stacklevel=2)
+        return
+    jax.config.update("jax_compilation_cache_dir", str(folder))
     jax.config.update("jax_compilation_cache_max_size", CACHE_MAX_BYTES)
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run the ``jaxgrid`` command given by ``argv`` (default: the process's arguments);
     returns the exit status (2 after a :class:`~jaxgrid.errors.UserError`)."""
-    use_compilation_cache()
     try:
         parser = build_parser()
         _import_modules(parser, argv)
         args = parser.parse_args(argv)
         with warnings.catch_warnings():
             warnings.showwarning = _one_line_warning
+            use_compilation_cache()
             return args.func(args)
     except UserError as e:
         print(f"jaxgrid: error: {e}", file=sys.stderr)

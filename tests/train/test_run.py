@@ -340,3 +340,16 @@ def test_the_training_program_is_kept_in_the_users_compilation_cache(tmp_path):
     kept = os.listdir(tmp_path / "cache" / "jaxgrid" / "jax")
     assert any(name.startswith("jit__run_chunk-") for name in kept), sorted(kept)
     assert len(read_metrics(tmp_path / "run" / "metrics.jsonl")) == 2 * 2  # members x updates
+
+
+def test_an_unwritable_cache_folder_is_one_warning_and_no_cache(tmp_path, monkeypatch):
+    from jaxgrid.cli import use_compilation_cache
+
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("")
+    monkeypatch.delenv("JAX_COMPILATION_CACHE_DIR", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(blocker))
+    before = jax.config.jax_compilation_cache_dir
+    with pytest.warns(UserWarning, match=r"no compilation cache: cannot create .*not-a-folder"):
+        use_compilation_cache()
+    assert jax.config.jax_compilation_cache_dir == before
