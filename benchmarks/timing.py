@@ -25,6 +25,11 @@ def median_time(fn, args, repeats: int, min_time: float = 1.0):
     return float(np.median(times)), first_s, out
 
 
+def under_goal(seconds: float, goal_s: float) -> str:
+    """A table cell: whether ``seconds`` is under ``goal_s``, with the seconds."""
+    return f"{'yes' if seconds < goal_s else 'no'} ({seconds:.1f})"
+
+
 def add_row(lines: list[str], line: str) -> None:
     """Print a table row as soon as it is measured and keep it for :func:`emit_table`."""
     print(line, flush=True)

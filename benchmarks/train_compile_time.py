@@ -24,7 +24,7 @@ import sys
 import time
 import warnings
 
-from timing import add_row, emit_table
+from timing import add_row, emit_table, under_goal
 
 GOAL_S = 5.0
 # (algorithm, environment): the trainers and the environments of the training table
@@ -126,7 +126,7 @@ def main(argv=None) -> int:
         line = (
             f"| {algo} | {env_name} | {r['batch']} | {r['trace']:.1f} | {r['compile']:.1f} "
             f"| {r['fusions']} | {r['env_step']:.1f} "
-            f"| {'yes' if total < GOAL_S else 'no'} ({total:.1f}) |"
+            f"| {under_goal(total, GOAL_S)} |"
         )
         add_row(lines, line)
     emit_table(lines, args.out)
