@@ -353,3 +353,14 @@ def test_an_unwritable_cache_folder_is_one_warning_and_no_cache(tmp_path, monkey
     with pytest.warns(UserWarning, match=r"no compilation cache: cannot create .*not-a-folder"):
         use_compilation_cache()
     assert jax.config.jax_compilation_cache_dir == before
+
+
+def test_a_cache_folder_the_user_names_is_left_to_jax(tmp_path, monkeypatch):
+    from jaxgrid.cli import use_compilation_cache
+
+    monkeypatch.setenv("JAX_COMPILATION_CACHE_DIR", str(tmp_path / "theirs"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    before = jax.config.jax_compilation_cache_dir
+    use_compilation_cache()
+    assert jax.config.jax_compilation_cache_dir == before
+    assert not (tmp_path / "xdg").exists()
