@@ -1,8 +1,9 @@
 """Training metrics to JSONL and CSV (and TensorBoard), with a progress bar.
 
-A :class:`MetricsLogger` is the ``log`` function of :func:`jaxgrid.train.ppo.make_train`:
-the compiled program calls it through a host callback every ``log_every`` updates, once
-per sweep member, with that member's metrics of the update. Each call becomes one JSON
+A :class:`MetricsLogger` takes one sweep member's metrics of an update every
+``log_every`` updates: from :func:`jaxgrid.train.run.train_run` between the chunks of
+updates it runs, or as the ``log`` of :func:`jaxgrid.train.ppo.make_train`, which the
+compiled program calls through a host callback. Each call becomes one JSON
 line (objectives and costs by name; SAC's temperature ``alpha`` and mean ``q_value``;
 APG's ``grad_norm`` and ``nonfinite_gradient``) in
 ``metrics.jsonl``, one row of ``metrics.csv`` and,

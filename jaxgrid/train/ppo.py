@@ -686,12 +686,8 @@ def scan_updates(update_step, runner, env_params, count, first, log, log_every: 
         runner, metrics = update_step(runner, env_params)
         if log is not None and log_every:
             logs = (done + 1) % log_every == 0
-            logged = dict(metrics, **episode_means(runner.since_log))
+            runner, logged = _take_log(runner, metrics, logs)
             jax.lax.cond(logs, lambda m: jax.debug.callback(log, m), lambda m: None, logged)
-            since_log = jax.tree_util.tree_map(
-                lambda x: jnp.where(logs, jnp.zeros_like(x), x), runner.since_log
-            )
-            runner = runner.replace(since_log=since_log)
         return (runner, done + 1), metrics
 
     (runner, _), metrics = jax.lax.scan(step, (runner, jnp.asarray(first, jnp.int32)), None, count)
@@ -715,6 +711,12 @@ def chunk_updates(update_step, runner, env_params, count, logs):
     runner, metrics = jax.lax.fori_loop(
         0, count, lambda _, carry: step(carry[0], env_params), (runner, metrics)
     )
+    return _take_log(runner, metrics, logs)
+
+
+def _take_log(runner, metrics: dict, logs):
+    """``(runner, logged)``: ``metrics`` with the episodes since the last log
+    (``runner.since_log``), and the runner with those sums zeroed where ``logs``."""
     logged = dict(metrics, **episode_means(runner.since_log))
     since_log = jax.tree_util.tree_map(
         lambda x: jnp.where(logs, jnp.zeros_like(x), x), runner.since_log

@@ -80,15 +80,8 @@ class Sweep:
         return self.compiled_chunk(runners, jnp.int32(count), jnp.bool_(logs))
 
     def _run_chunk(self, runners, count, logs):
-        def chunk(runner, params):
-            return chunk_updates(self.fns.update_step, runner, params, count, logs)
-
-        if self.members == 1:  # no vmap: the rollout's conds stay conds
-            return _add_axes(
-                chunk(jax.tree_util.tree_map(lambda x: x[0, 0], runners), self.scenarios[0])
-            )
-        return jax.vmap(lambda rs, params: jax.vmap(lambda r: chunk(r, params))(rs))(
-            runners, self.params
+        return self._each_member(
+            lambda r, params: chunk_updates(self.fns.update_step, r, params, count, logs), runners
         )
 
     def _init(self, key):
@@ -114,14 +107,18 @@ class Sweep:
         return jax.lax.map(scenario, (self.params, jnp.arange(len(self.scenarios))))
 
     def _run_updates(self, runners, count: int, first=0):
+        return self._each_member(
+            lambda r, params: self.fns.run_updates(r, params, count, first), runners
+        )
+
+    def _each_member(self, fn, runners):
+        """``fn(runner, params) -> pytree`` of every member, axes (scenarios, seeds)."""
         if self.members == 1:  # no vmap: the rollout's conds stay conds
             runner = jax.tree_util.tree_map(lambda x: x[0, 0], runners)
-            return _add_axes(self.fns.run_updates(runner, self.scenarios[0], count, first))
-
-        def scenario(runners, params):
-            return jax.vmap(lambda r: self.fns.run_updates(r, params, count, first))(runners)
-
-        return jax.vmap(scenario)(runners, self.params)
+            return _add_axes(fn(runner, self.scenarios[0]))
+        return jax.vmap(lambda rs, params: jax.vmap(lambda r: fn(r, params))(rs))(
+            runners, self.params
+        )
 
     def train(self, key):
         """Every member's whole training: ``(runners, metrics)`` with axes (scenarios, seeds)."""
