@@ -1,6 +1,7 @@
 """Compile time of every trainer's update, as ``jaxgrid train`` compiles it.
 
-    python benchmarks/train_compile_time.py [--cases ALGO:ENV ...] [--repeats N] [--out FILE]
+    python benchmarks/train_compile_time.py [--cases ALGO:ENV ...] [--repeats N] [--warm]
+        [--out FILE]
 
 For each case (an algorithm on an environment, with its tuned settings from
 :mod:`jaxgrid.train.defaults`), ``jax.jit(fns.update_step)`` (one update: the rollout
@@ -13,14 +14,23 @@ vary by a third from one minute to the next), after one warm-up compile of XLA i
 Beside it, the same for the environment's own ``jax.jit(jax.vmap(env.step))`` at the
 trainer's batch: the part of the update that is the environment's. The issue's goal
 (#23) is an update that compiles in < 5 s on a 2-core CPU.
+
+With ``--warm`` each case is also run in two fresh processes sharing an empty
+compilation cache set up as the ``jaxgrid`` command sets it up
+(:func:`jaxgrid.cli.use_compilation_cache`, ``XDG_CACHE_HOME`` pointed at a temporary
+folder): the first compiles and writes the update, the second's trace and compile (a
+read of the cache) is what every later ``jaxgrid train`` of the same case waits.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 import warnings
 
@@ -41,6 +51,22 @@ CASES = (
 )
 
 
+def _update_timed(algo: str, env_name: str):
+    """``(trace s, compile s, compiled, settings, env, params)`` of ``algo``'s update on
+    ``env_name`` with the tuned settings."""
+    import jax
+
+    import jaxgrid
+    from jaxgrid.train.run import ALGOS, RunConfig
+
+    config = RunConfig(env=env_name, algo=algo)
+    settings = config.algo_config()
+    env, params = jaxgrid.make(env_name, **config.env_kwargs)
+    fns = ALGOS[algo].make_train(settings, env, params)
+    runner = jax.eval_shape(fns.init, jax.random.PRNGKey(0), params)
+    return (*_timed(fns.update_step, runner, params), settings, env, params)
+
+
 def _timed(fn, *args):
     """``(trace s, compile s, compiled)`` of ``jax.jit(fn)`` at ``args``."""
     import jax
@@ -56,16 +82,8 @@ def measure(algo: str, env_name: str) -> dict:
     """Seconds to trace and compile ``algo``'s update on ``env_name``, and the env's step."""
     import jax
 
-    import jaxgrid
-    from jaxgrid.train.run import ALGOS, RunConfig
-
     jax.clear_caches()
-    config = RunConfig(env=env_name, algo=algo)
-    settings = config.algo_config()
-    env, params = jaxgrid.make(env_name, **config.env_kwargs)
-    fns = ALGOS[algo].make_train(settings, env, params)
-    runner = jax.eval_shape(fns.init, jax.random.PRNGKey(0), params)
-    trace_s, compile_s, compiled = _timed(fns.update_step, runner, params)
+    trace_s, compile_s, compiled, settings, env, params = _update_timed(algo, env_name)
     row = {
         "algo": algo,
         "env": env_name,
@@ -95,15 +113,51 @@ def median_of(algo: str, env_name: str, repeats: int) -> dict:
     return row
 
 
+def _child(case: str) -> int:
+    """One case in this fresh process, with the ``jaxgrid`` command's compilation cache:
+    prints ``{"trace": s, "compile": s}``."""
+    from jaxgrid.cli import use_compilation_cache
+
+    use_compilation_cache()
+    trace_s, compile_s, *_ = _update_timed(*case.split(":", 1))
+    print(json.dumps({"trace": trace_s, "compile": compile_s}))
+    return 0
+
+
+def warm_start(algo: str, env_name: str) -> float:
+    """Seconds a second fresh process takes to trace the update and compile it from the
+    cache the first one wrote (see the module docstring)."""
+    with tempfile.TemporaryDirectory() as folder:
+        environ = {k: v for k, v in os.environ.items() if k != "JAX_COMPILATION_CACHE_DIR"}
+        environ["XDG_CACHE_HOME"] = folder
+        runs = []
+        for _ in range(2):
+            out = subprocess.run(
+                [sys.executable, __file__, "--child", f"{algo}:{env_name}"],
+                env=environ,
+                capture_output=True,
+                text=True,
+                check=True,
+            )
+            runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
+    return runs[1]["trace"] + runs[1]["compile"]
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--cases", nargs="*", help="only these, as ALGO:ENV (ippo:ders141-v0)")
     parser.add_argument("--repeats", type=int, default=3, help="compiles per case (median)")
+    parser.add_argument(
+        "--warm", action="store_true", help="also time a second process's start from the cache"
+    )
     parser.add_argument("--out", help="also write the table to this markdown file")
+    parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     warnings.simplefilter("ignore")
+    if args.child:
+        return _child(args.child)
     import jax
 
     jax.config.update("jax_enable_compilation_cache", False)
@@ -114,11 +168,18 @@ def main(argv=None) -> int:
         f"on {jax.devices()[0].device_kind} ({os.cpu_count()} cores), one XLA device, ahead "
         f"of time (no run counted), caches cleared before each, median of {args.repeats}; the "
         "environment's "
-        "`jax.jit(jax.vmap(env.step))` at the trainer's batch beside it.",
+        "`jax.jit(jax.vmap(env.step))` at the trainer's batch beside it"
+        + (
+            "; a second fresh process's trace and compile from the compilation cache the "
+            "first wrote (`jaxgrid train`'s)."
+            if args.warm
+            else "."
+        ),
         "",
         "| algo | env | envs x steps | update: trace s | update: compile s | update fusions "
-        f"| env step: trace + compile s | update < {GOAL_S:g} s |",
-        "|---|---|---|---|---|---|---|---|",
+        f"| env step: trace + compile s | update < {GOAL_S:g} s |"
+        + (" second process: trace + cached compile s |" if args.warm else ""),
+        "|---|---|---|---|---|---|---|---|" + ("---|" if args.warm else ""),
     ]
     for algo, env_name in cases:
         r = median_of(algo, env_name, args.repeats)
@@ -128,6 +189,8 @@ def main(argv=None) -> int:
             f"| {r['fusions']} | {r['env_step']:.1f} "
             f"| {under_goal(total, GOAL_S)} |"
         )
+        if args.warm:
+            line += f" {warm_start(algo, env_name):.1f} |"
         add_row(lines, line)
     emit_table(lines, args.out)
     return 0
