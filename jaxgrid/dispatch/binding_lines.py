@@ -47,7 +47,8 @@ by a few lines, so the unknowns are ``1 + K`` prices instead of the interior poi
 ~200 variables and ~80 line bounds; each Newton step is ``O(K^2 n)`` for ``n`` output
 blocks, and its ``(1 + K)``-square system is inverted in JAX operations
 (:func:`~jaxgrid.numerics.small_inverse`), not by LAPACK (the PTDF, as in every stage,
-is computed from the network). Measured in a jitted ``vmap`` of 64 case118 problems
+is the network's: :func:`~jaxgrid.dispatch.dcopf.network_ptdf`, passed in by
+:func:`~jaxgrid.dispatch.dcopf_with_fallback`). Measured in a jitted ``vmap`` of 64 case118 problems
 (2-core CPU, float32): 1.2e3-1.8e3 solves/s at 8 rounds of 4 steps, against 1.1e2-1.3e2
 for the interior point at 30 iterations.
 A step's exact length costs 26 evaluations of the responses per direction where four
@@ -100,6 +101,7 @@ def binding_lines_dispatch(
     rounds: int = ROUNDS,
     newton_steps: int = NEWTON_STEPS,
     plate: DispatchResult | None = None,
+    ptdf: Array | None = None,
 ) -> DispatchResult:
     """The DC-OPF by Newton's method on the prices of the balance and of at most
     ``slots`` binding lines (see the module docstring; the other arguments are
@@ -122,9 +124,19 @@ def binding_lines_dispatch(
             monitored=monitored,
             shed_at=shed_at,
             spill_at=spill_at,
+            ptdf=ptdf,
         )
     d = _problem_data(
-        network, pd_mw, cost_poly, commitment, rate_mva, reserve_mw, monitored, shed_at, spill_at
+        network,
+        pd_mw,
+        cost_poly,
+        commitment,
+        rate_mva,
+        reserve_mw,
+        monitored,
+        shed_at,
+        spill_at,
+        ptdf,
     )
     if len(d.monitored) == 0:  # no line can bind: the copper plate is the answer
         return plate

@@ -66,13 +66,23 @@ def copper_plate_dispatch(
     monitored: Sequence[int] | None = None,
     shed_at: Sequence[int] | None = None,
     spill_at: Sequence[int] | None = None,
+    ptdf: Array | None = None,
 ) -> DispatchResult:
     """The economic dispatch without line limits, as a :class:`DispatchResult` whose
     ``converged`` says whether it is :func:`~jaxgrid.dispatch.dcopf`'s solution of the
     same arguments (see the module docstring; the arguments are :func:`dcopf`'s)."""
     params = DCOPFParams() if params is None else params
     d = _problem_data(
-        network, pd_mw, cost_poly, commitment, rate_mva, reserve_mw, monitored, shed_at, spill_at
+        network,
+        pd_mw,
+        cost_poly,
+        commitment,
+        rate_mva,
+        reserve_mw,
+        monitored,
+        shed_at,
+        spill_at,
+        ptdf,
     )
     dtype = d.dtype
     shed_total = jnp.sum(d.shed_max)

@@ -75,6 +75,7 @@ from jaxgrid.dispatch.dcopf import (
     DCOPFParams,
     DispatchResult,
     dcopf,
+    network_ptdf,
     static_sets,
 )
 from jaxgrid.grid.network import Network
@@ -117,7 +118,9 @@ def dcopf_with_fallback(
     on = network.gen_in_service if commitment is None else commitment
     rate = network.rate_mva if rate_mva is None else rate_mva
     args = (network, jnp.asarray(pd), jnp.asarray(poly), jnp.asarray(on), jnp.asarray(rate))
-    args = args + (jnp.asarray(reserve_mw), params)
+    # the PTDF once for every stage, outside their loops (a constant where the network's
+    # branch data are: network_ptdf)
+    args = args + (jnp.asarray(reserve_mw), params, network_ptdf(network))
     sets = (
         ("monitored", tuple(monitored)),
         ("shed_at", tuple(shed_at)),
@@ -164,7 +167,7 @@ def _lines(sets, plate, *args) -> DispatchResult:
     return _solve(functools.partial(binding_lines_dispatch, plate=plate), sets, *args)
 
 
-def _solve(solver, sets, network, pd, poly, on, rate, reserve, params) -> DispatchResult:
+def _solve(solver, sets, network, pd, poly, on, rate, reserve, params, ptdf) -> DispatchResult:
     return solver(
         network,
         pd,
@@ -173,5 +176,6 @@ def _solve(solver, sets, network, pd, poly, on, rate, reserve, params) -> Dispat
         rate_mva=rate,
         reserve_mw=reserve,
         params=params,
+        ptdf=ptdf,
         **sets,
     )

@@ -6,7 +6,7 @@ batched, nested and unbatched."""
 import jax
 import numpy as np
 import pytest
-from conftest import full_only, sampled, x64
+from conftest import full_only, jaxpr_equations, sampled, x64
 from highs_dcopf import solve
 from instances import draw, tightened
 from test_dcopf import _check, _pwl_case9
@@ -137,3 +137,28 @@ def test_fallback_is_the_interior_point_however_it_is_batched():
     for i, result in zip((0, 2), single, strict=True):
         assert float(result.cost) == pytest.approx(float(interior.cost[i]), rel=1e-7)
         assert (int(result.iterations) == 0) == by_plate[i]
+
+
+def test_the_fallback_holds_a_closed_over_networks_ptdf_as_a_constant():
+    # traced, the PTDF's inverse (an LU and a loop over its pivots) ran in every stage
+    # and gathered round: a fifth of tso118-v0's kernels
+    network = network_from_matpower("case118")
+    pd = np.tile(np.asarray(network.pd_mw, np.float32), (2, 1))
+    jaxpr = jax.make_jaxpr(jax.vmap(lambda p: dcopf_with_fallback(network, p)))(pd)
+    assert "lu" not in {e.primitive.name for e in jaxpr_equations(jaxpr.jaxpr)}
+
+
+def test_the_fallback_computes_a_traced_networks_ptdf():
+    network = network_from_matpower("case14")
+    pd = np.asarray(network.pd_mw, np.float32)
+    scales = np.array([1.0, 1.7], np.float32)
+
+    def solve_at(scale):
+        return dcopf_with_fallback(network.replace(x_pu=network.x_pu * scale), pd * 1.3)
+
+    batched = jax.jit(jax.vmap(solve_at))(scales)
+    for i, scale in enumerate(scales):
+        alone = jax.jit(solve_at)(scale)
+        assert bool(batched.converged[i]) and bool(alone.converged)
+        np.testing.assert_allclose(batched.lmp[i], alone.lmp, rtol=1e-4, atol=1e-3)
+        np.testing.assert_allclose(batched.p_branch_mw[i], alone.p_branch_mw, atol=1e-3)
