@@ -221,10 +221,10 @@ def positive_definite_solve(a: Array, b: Array) -> Array:
     Why not :func:`small_inverse` and a product: the inverse eliminates ``n`` columns of
     the identity beside ``a`` and searches each step's pivot, the solve one column and no
     search; in the binding lines' Newton steps (:mod:`jaxgrid.dispatch.binding_lines`,
-    5 x 5 systems, 3 a step) the inverse's loop took about a tenth of the stage's kernel
-    time (``jax.profiler``, 64 ``tso118-v0`` problems on a 2-core CPU). A singular or
-    indefinite ``a`` gives non-finite entries (a zero or negative pivot), for the caller
-    to test."""
+    5 x 5 systems, one per direction) the inverse's loop took about a tenth of the
+    stage's kernel time (``jax.profiler``, 64 ``tso118-v0`` problems on a 2-core CPU). A
+    zero pivot (a singular ``a``) gives non-finite entries, for the caller to test; an
+    indefinite ``a`` gives a finite ``x`` that need not solve the system."""
 
     def eliminate(augmented):
         n = augmented.shape[0]

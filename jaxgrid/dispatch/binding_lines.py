@@ -165,7 +165,7 @@ def binding_lines_dispatch(
     line_on = network.branch_in_service[d.monitored] & jnp.isfinite(rate)
     rating = jnp.where(line_on, rate, 0.0)
     n_seg = d.width.shape[-1]
-    n_blocks, n_shed = d.width.size, len(d.shed_buses)
+    n_blocks, n_shed, n_spill = d.width.size, len(d.shed_buses), len(d.spill_buses)
     # the reserve's price, 0 where it is round-off of the start's prices (an interior
     # point's is never exactly 0, and a positive price asks for a shortfall)
     start_scale = jnp.maximum(1.0, jnp.max(jnp.abs(plate.lmp)))
@@ -185,23 +185,20 @@ def binding_lines_dispatch(
     span = jnp.concatenate(
         [
             block_range,
-            jnp.where(rising, voll * params.slack_price_rise, 0.0) * jnp.ones(n_shed, dtype),
-            jnp.where(rising, spill_price * params.slack_price_rise, 0.0)
-            * jnp.ones(len(d.spill_buses), dtype),
+            jnp.full(n_shed, jnp.where(rising, voll * params.slack_price_rise, 0.0), dtype),
+            jnp.full(n_spill, jnp.where(rising, spill_price * params.slack_price_rise, 0.0), dtype),
         ]
     )
     ranged = span > 0
     step_gain = 1 / jnp.finfo(dtype).tiny  # 2**126 in float32: finite, and 0 * it is 0
-    sign = jnp.concatenate(
-        [jnp.ones(n_blocks + n_shed, dtype), -jnp.ones(len(d.spill_buses), dtype)]
-    )
+    sign = jnp.concatenate([jnp.ones(n_blocks + n_shed, dtype), -jnp.ones(n_spill, dtype)])
     gain = sign * jnp.where(ranged, 1 / jnp.where(ranged, span, 1.0), step_gain)
     reach = sign * jnp.concatenate([width, d.shed_max, d.spill_max])
     start = jnp.concatenate(
         [
             d.slope.reshape(-1) + rho,
-            voll * jnp.ones(n_shed, dtype),
-            -spill_price * jnp.ones(len(d.spill_buses), dtype),
+            jnp.full(n_shed, voll, dtype),
+            jnp.full(n_spill, -spill_price, dtype),
         ]
     )
     # d injection / d price inside a responder's range, MW per currency/MWh
