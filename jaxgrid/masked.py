@@ -44,16 +44,18 @@ def masked_apply(
     mask,
     otherwise: PyTree,
     *args,
-    capacity: int | float | None = None,
+    capacity: int | float | Callable[[int], int] | None = None,
 ) -> PyTree:
     """``fn(*args)`` where the scalar ``mask`` is True, else ``otherwise``.
 
     ``fn(*args)`` must have the structure, shapes and dtypes of ``otherwise``. Under
     ``jax.vmap`` (any depth) a batch computes ``fn`` not at all where no mask is set;
     otherwise, by default, for the whole batch (then a select), and with ``capacity``
-    only for the masked elements, gathered ``capacity`` at a time: an ``int``, or a
+    only for the masked elements, gathered ``capacity`` at a time: an ``int``, a
     ``float`` in (0, 1], that share of the batch (rounded, at least one; for a stage
-    that a share of any batch needs). The result is the
+    that a share of any batch needs), or a function of the batch's size that returns
+    the number (a share up to a limit, say; called when the batch is traced, at least
+    one and at most the batch taken). The result is the
     same as ``jnp.where(mask, fn(*args), otherwise)``. ``fn`` is traced once, with
     every leaf of ``args`` as an array (a Python number among them is traced, not
     static: close over static values instead).
@@ -203,8 +205,11 @@ def _many(fn, capacity, args_batched: tuple):
     return apply
 
 
-def _round_size(capacity: int | float, n: int) -> int:
-    """Elements gathered per round for ``capacity`` (an ``int`` or a share of ``n``)."""
+def _round_size(capacity: int | float | Callable[[int], int], n: int) -> int:
+    """Elements gathered per round for ``capacity`` (an ``int``, a share of ``n`` or a
+    function of ``n``)."""
+    if callable(capacity):
+        return max(1, min(n, int(capacity(n))))
     if isinstance(capacity, float):
         if not 0.0 < capacity <= 1.0:
             raise ValueError(f"capacity as a share of the batch must be in (0, 1], got {capacity}")

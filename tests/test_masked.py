@@ -134,6 +134,16 @@ def test_a_share_of_the_batch_is_gathered_per_round():
         count_calls(n, few, capacity=1.5)
 
 
+def test_a_function_of_the_batch_size_gives_the_round():
+    n = 64
+    few = jnp.zeros(n, bool).at[jnp.array([3, 9, 50])].set(True)
+    assert count_calls(n, few, capacity=lambda size: min(size // 4, 8)) == 8
+    assert count_calls(n, few, capacity=lambda size: 0) == 3  # at least one a round
+    assert count_calls(n, few, capacity=lambda size: 2 * size) == n  # at most the batch
+    # merged batch of 64 and 3 pending: two rounds of two (the second padded)
+    assert count_calls(n, few, capacity=lambda size: size // 32, nested=True) == 4
+
+
 def test_spare_places_of_a_round_repeat_a_pending_element():
     """An iterative ``fn`` (a loop until each element's own count) gathered with room to
     spare runs as long as the pending elements need, not as long as the batch's last

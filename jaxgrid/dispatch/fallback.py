@@ -16,7 +16,9 @@ unconverged, the binding lines' Newton steps again, started from its prices and 
 binding lines (a polish, taken where it certifies the optimum), each through
 :func:`~jaxgrid.masked.masked_apply`: under ``jax.vmap`` a stage runs only when some
 member of the batch needs it, and each gathers the problems that need it a share of the
-batch at a time (``LINES_CAPACITY``, ``capacity``); unbatched each is a ``lax.cond``. The result is each stage's where it is
+batch at a time (:func:`lines_capacity`, ``capacity``; on a CPU one problem a round for
+the interior point and at most 64 for the binding lines); unbatched each is a
+``lax.cond``. The result is each stage's where it is
 certified; where the optimum is not unique (load shed or output spilled at several
 buses at one price) the stages may split it differently at the same cost, unless
 :attr:`~jaxgrid.dispatch.DCOPFParams.slack_price_rise` makes it unique.
@@ -42,7 +44,29 @@ Measured on one day of ``tso118-v0``'s random-commitment problems (the dispatch 
 binding lines on the whole batch and the interior point 4 a round (before) 24.7, with
 the exact steps 18.6, gathered a quarter and one a round 10.4, the interior point 4 a
 round 14.0, the lines half a batch 12.4; of 256 problems: a quarter and four a round
-27.5, one a round 27.8, the lines an eighth 29.4. On case5
+27.5, one a round 27.8, the lines an eighth 29.4.
+
+On a CPU two limits on those shares paid (:func:`interior_capacity`,
+:func:`lines_capacity`, a later session): the interior point one problem a round after
+the binding lines, since a round of several runs in lockstep until the slowest has
+converged or the budget is spent (on a day of random commitments, 5 of 132 interior
+point problems stalled at the budget of 30 where the others took 11-16 iterations) and
+a CPU's work grows with the round's size anyway; and the binding lines at most 64
+problems a round, so that the polish, which takes a round for the one or two problems
+the interior point left, is not a round of a quarter of a large batch. Measured on
+``tso118-v0``'s ``jax.vmap(env.step)`` (random actions, 48-step days, each variant
+compiled in one process and alternated, medians of 9-11; a slow, noisy day): at 256
+environments 24.4 -> 19.9 ms a step (the interior point 4 -> 1 a round; 2 a round
+23.5), at 1024 the lines 256 -> 64 a round 129 -> 111 ms, then (other runs) the
+interior point 16, 8 and 4 a round 104, 98 and 89 ms, and 4, 2 and 1 a round 90, 86 and
+79 ms; at 64 environments unchanged (the lines 8 a round the same, 32 slower),
+``tso14-v0`` at 256 the same (2.00 and 2.05 ms); the merit order's days at 256, where
+the interior point takes a fifth of the problems, 254 -> 221 ms. Elsewhere (a GPU, a
+TPU) a round is a sequence of kernel launches, and many small rounds would cost latency
+for nothing: the shares stand there (not measured here; the platform is JAX's default
+backend when the program is traced). The interior point's budget at 24 instead of 30 changed neither the step's time
+nor the problems certified after the polish (131 of 132 random commitments' interior
+point problems, 975-976 of 985 of the merit order's). On case5
 (``gencos5-v0``: 6 lines, a 5-node interior point) the middle stage costs more than the
 interior point it saves: 1.3e4 and 9.3e3 env-steps/s at 64 and 256 environments with it,
 2.5e4 and 4.0e4 without (``binding_lines=False``, which that market uses).
@@ -84,8 +108,27 @@ from jaxgrid.masked import masked_apply
 from jaxgrid.numerics import full_precision
 from jaxgrid.types import Array
 
-CAPACITY = 1 / 64  # share of a batch the interior point takes per round
+CAPACITY = 1 / 64  # share of a batch the interior point takes per round (see interior_capacity)
+CPU_CAPACITY = 1  # problems the interior point takes per round on a CPU after the binding lines
 LINES_CAPACITY = 1 / 4  # share of a batch the binding lines take per round
+CPU_LINES_MOST = 64  # problems the binding lines take per round on a CPU, at most
+
+
+def interior_capacity(binding_lines: bool) -> int | float:
+    """The interior point's problems a round by default: :data:`CPU_CAPACITY` where
+    JAX's default backend is a CPU and the binding lines ran first (a round of several
+    runs until its slowest has converged), else a share of the batch, :data:`CAPACITY`
+    (the module docstring)."""
+    if binding_lines and jax.default_backend() == "cpu":
+        return CPU_CAPACITY
+    return CAPACITY
+
+
+def lines_capacity(n: int) -> int:
+    """The binding lines' problems a round in a batch of ``n``: :data:`LINES_CAPACITY`
+    of it, at most :data:`CPU_LINES_MOST` on a CPU (the module docstring)."""
+    share = max(1, round(LINES_CAPACITY * n))
+    return min(share, CPU_LINES_MOST) if jax.default_backend() == "cpu" else share
 
 
 @full_precision
@@ -102,7 +145,7 @@ def dcopf_with_fallback(
     shed_at: Sequence[int] | None = None,
     spill_at: Sequence[int] | None = None,
     iterations: int = DEFAULT_ITERATIONS,
-    capacity: int | float = CAPACITY,
+    capacity: int | float | None = None,
     binding_lines: bool = True,
 ) -> DispatchResult:
     """:func:`~jaxgrid.dispatch.dcopf`'s solution of the same arguments (see the module
@@ -131,7 +174,7 @@ def dcopf_with_fallback(
         *args,
         sets=sets,
         iterations=int(iterations),
-        capacity=capacity,
+        capacity=interior_capacity(bool(binding_lines)) if capacity is None else capacity,
         binding_lines=bool(binding_lines),
     )
 
@@ -152,7 +195,7 @@ def _stages(*args, sets, iterations, capacity, binding_lines) -> DispatchResult:
     def stage(start, first):
         """The binding lines from ``start`` where it is not certified, kept where they
         certify; then, on the first pass, the interior point where they do not."""
-        found = masked_apply(lines, ~start.converged, start, start, *args, capacity=LINES_CAPACITY)
+        found = masked_apply(lines, ~start.converged, start, start, *args, capacity=lines_capacity)
         found = jax.tree_util.tree_map(lambda a, b: jnp.where(found.converged, a, b), found, start)
         need = ~found.converged & first
         return masked_apply(interior, need, found, *args, capacity=capacity), None

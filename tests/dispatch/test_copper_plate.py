@@ -12,6 +12,7 @@ from instances import draw, tightened
 from test_dcopf import _check, _pwl_case9
 
 from jaxgrid.dispatch import DCOPFParams, copper_plate_dispatch, dcopf, dcopf_with_fallback
+from jaxgrid.dispatch.fallback import CAPACITY, interior_capacity, lines_capacity
 from jaxgrid.grid import network_from_matpower
 
 
@@ -117,6 +118,9 @@ def test_fallback_is_the_interior_point_however_it_is_batched():
             return dcopf_with_fallback(network, p, cost_poly=c, commitment=u, capacity=2)
 
         batched = jax.jit(jax.vmap(one))(pd, poly, commitment)
+        by_default = jax.jit(  # one problem a round on a CPU
+            jax.vmap(lambda p, c, u: dcopf_with_fallback(network, p, cost_poly=c, commitment=u))
+        )(pd, poly, commitment)
         nested = jax.jit(jax.vmap(jax.vmap(one)))(
             *(x.reshape((2, 3) + x.shape[1:]) for x in (pd, poly, commitment))
         )
@@ -129,6 +133,7 @@ def test_fallback_is_the_interior_point_however_it_is_batched():
     assert np.all(np.asarray(batched.converged))
     for result in (
         batched,
+        by_default,
         jax.tree_util.tree_map(lambda a: a.reshape((6,) + a.shape[2:]), nested),
     ):
         np.testing.assert_allclose(result.cost, interior.cost, rtol=1e-7)
@@ -137,6 +142,16 @@ def test_fallback_is_the_interior_point_however_it_is_batched():
     for i, result in zip((0, 2), single, strict=True):
         assert float(result.cost) == pytest.approx(float(interior.cost[i]), rel=1e-7)
         assert (int(result.iterations) == 0) == by_plate[i]
+
+
+@pytest.mark.skipif(jax.default_backend() != "cpu", reason="the CPU's round sizes")
+def test_on_a_cpu_the_interior_point_takes_one_problem_a_round_after_the_lines():
+    # lockstep rounds of a share of the batch ran as long as their slowest problem:
+    # tso118-v0's step at 256 and 1024 environments 19 % and 12 % slower (benchmarks)
+    assert interior_capacity(binding_lines=True) == 1
+    assert interior_capacity(binding_lines=False) == CAPACITY  # case5's market: most need it
+    # the binding lines: a quarter of the batch, at most 64 problems a round
+    assert [lines_capacity(n) for n in (1, 64, 256, 1024, 4096)] == [1, 16, 64, 64, 64]
 
 
 def test_the_fallback_holds_a_closed_over_networks_ptdf_as_a_constant():
