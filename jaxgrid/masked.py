@@ -153,7 +153,7 @@ def _many(fn, capacity, args_batched: tuple):
 
         def some(state):
             pending, result = state
-            (index,) = jnp.nonzero(pending, size=_round_size(capacity, n), fill_value=n)
+            (index,) = jnp.nonzero(pending, size=round_size(capacity, n), fill_value=n)
             # a round with fewer pending elements than places computes the first of
             # them in the spare places (its result dropped), not the batch's last
             # element: an iterative ``fn`` then runs no longer than the round needs
@@ -205,7 +205,7 @@ def _many(fn, capacity, args_batched: tuple):
     return apply
 
 
-def _round_size(capacity: int | float | Callable[[int], int], n: int) -> int:
+def round_size(capacity: int | float | Callable[[int], int], n: int) -> int:
     """Elements gathered per round for ``capacity`` (an ``int``, a share of ``n`` or a
     function of ``n``)."""
     if callable(capacity):

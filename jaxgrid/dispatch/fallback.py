@@ -64,9 +64,10 @@ interior point 16, 8 and 4 a round 104, 98 and 89 ms, and 4, 2 and 1 a round 90,
 the interior point takes a fifth of the problems, 254 -> 221 ms. Elsewhere (a GPU, a
 TPU) a round is a sequence of kernel launches, and many small rounds would cost latency
 for nothing: the shares stand there (not measured here; the platform is JAX's default
-backend when the program is traced). The interior point's budget at 24 instead of 30 changed neither the step's time
-nor the problems certified after the polish (131 of 132 random commitments' interior
-point problems, 975-976 of 985 of the merit order's). On case5
+backend when the program is traced). The interior point's budget at 24 instead of 30
+changed neither the step's time nor the problems certified after the polish (131 of 132
+random commitments' interior point problems, 975-976 of 985 of the merit order's). On
+case5
 (``gencos5-v0``: 6 lines, a 5-node interior point) the middle stage costs more than the
 interior point it saves: 1.3e4 and 9.3e3 env-steps/s at 64 and 256 environments with it,
 2.5e4 and 4.0e4 without (``binding_lines=False``, which that market uses).
@@ -104,7 +105,7 @@ from jaxgrid.dispatch.dcopf import (
     static_sets,
 )
 from jaxgrid.grid.network import Network
-from jaxgrid.masked import masked_apply
+from jaxgrid.masked import masked_apply, round_size
 from jaxgrid.numerics import full_precision
 from jaxgrid.types import Array
 
@@ -127,7 +128,7 @@ def interior_capacity(binding_lines: bool) -> int | float:
 def lines_capacity(n: int) -> int:
     """The binding lines' problems a round in a batch of ``n``: :data:`LINES_CAPACITY`
     of it, at most :data:`CPU_LINES_MOST` on a CPU (the module docstring)."""
-    share = max(1, round(LINES_CAPACITY * n))
+    share = round_size(LINES_CAPACITY, n)
     return min(share, CPU_LINES_MOST) if jax.default_backend() == "cpu" else share
 
 
