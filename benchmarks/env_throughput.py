@@ -64,11 +64,13 @@ def measure_env(env, params, num_envs: int, steps: int, repeats: int, batch: boo
     return num_envs * steps / float(np.median(times)), compile_s
 
 
-def prepare_env(env, params, num_envs: int, steps: int, batch: bool = False):
+def prepare_env(env, params, num_envs: int, steps: int, batch: bool = False, policy=None):
     """``(timed_run, compile s)``: the compiled rollout of :func:`measure_env`, and
     ``timed_run(seed)``, the seconds of one run of it on actions drawn from ``seed``
     (drawn before the clock starts), so that callers can interleave two environments'
-    runs."""
+    runs. With ``policy`` (``policy(key, obs) -> action`` of one environment, as
+    :meth:`~jaxgrid.env.Environment.baselines` gives) the actions are the policy's of
+    each step's observation instead, computed inside the rollout."""
     import jax
     import jax.numpy as jnp
     from jax.sharding import Mesh, NamedSharding, PartitionSpec
@@ -80,14 +82,25 @@ def prepare_env(env, params, num_envs: int, steps: int, batch: bool = False):
 
     step = env.step_batch if batch else jax.vmap(env.step, in_axes=(0, 0, 0, None))
 
+    def consumed(obs, reward):
+        leaves = jax.tree_util.tree_leaves((obs, reward))
+        return sum(jnp.sum(x.reshape(num_envs, -1), axis=1) for x in leaves)
+
     def run(state, actions, keys):
         def body(state, xs):
             action, key = xs
             obs, state, reward, *_ = step(key, state, action, params)
-            leaves = jax.tree_util.tree_leaves((obs, reward))
-            return state, sum(jnp.sum(x.reshape(num_envs, -1), axis=1) for x in leaves)
+            return state, consumed(obs, reward)
 
-        return jax.lax.scan(body, state, (actions, keys))
+        def acting(carry, key):
+            state, obs = carry
+            action = jax.vmap(policy)(key, obs)
+            obs, state, reward, *_ = step(key, state, action, params)
+            return (state, obs), consumed(obs, reward)
+
+        if policy is None:
+            return jax.lax.scan(body, state, (actions, keys))
+        return jax.lax.scan(acting, state, keys)
 
     @jax.jit
     def draws(key):
@@ -103,10 +116,10 @@ def prepare_env(env, params, num_envs: int, steps: int, batch: bool = False):
             return tree
         return jax.device_put(tree, NamedSharding(mesh, spec))
 
-    _, state = jax.jit(jax.vmap(env.reset, in_axes=(0, None)))(
+    obs, state = jax.jit(jax.vmap(env.reset, in_axes=(0, None)))(
         jax.random.split(jax.random.PRNGKey(0), num_envs), params
     )
-    state = [place(state, PartitionSpec("envs"))]
+    state = [place(state if policy is None else (state, obs), PartitionSpec("envs"))]
     rollout = jax.jit(run)
     actions, keys = place(draws(jax.random.PRNGKey(1)), PartitionSpec(None, "envs"))
     t0 = time.perf_counter()

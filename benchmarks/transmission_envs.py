@@ -5,7 +5,7 @@ its GenCos market, at 1, 64, 256 and 1024 environments.
     python benchmarks/transmission_envs.py --powerzoojax PATH [--quick] [--batches N ...]
         [--out FILE]
     python benchmarks/transmission_envs.py --powerzoojax PATH --paired ROUNDS [--days D]
-        [--envs NAME ...] [--batches N ...]
+        [--envs NAME ...] [--batches N ...] [--policy NAME]
 
 ``PATH`` is a checkout of PowerZooJax (not on PyPI: ``git clone
 https://github.com/powerzoojax/PowerZooJax``); without it only jaxgrid's rows are run.
@@ -34,6 +34,14 @@ medians and the median and range of the per-round ratios, so that a slower or fa
 spell of a shared machine moves both sides of a ratio alike. At one environment a day
 runs in milliseconds, where one run's timing moved the ratio by more than the 3x goal's
 margin between sessions.
+
+``--policy NAME`` (with ``--paired``) steps jaxgrid's environments by one of their
+baselines instead of random actions (``merit_order``, say: the commitments of a
+priority list, congested where a trained policy's would be), the policy applied to each
+step's observation inside the rollout. The peer keeps random actions: its dispatch is a
+fixed number of ADMM iterations, the same work whatever it is asked, where jaxgrid's
+exact dispatch costs more on congested steps (the interior point where lines bind with
+shed load or a reserve shortfall).
 """
 
 from __future__ import annotations
@@ -103,8 +111,9 @@ def _peers(path):
     }
 
 
-def _paired(peers, names, batches, rounds: int, days: int) -> list[str]:
-    """The table of ``--paired`` (module docstring)."""
+def _paired(peers, names, batches, rounds: int, days: int, policy: str) -> list[str]:
+    """The table of ``--paired`` (module docstring), jaxgrid's environments acting by
+    their baseline ``policy`` (random actions for ``"random"``)."""
     import jax
     import numpy as np
 
@@ -114,7 +123,8 @@ def _paired(peers, names, batches, rounds: int, days: int) -> list[str]:
     lines = [
         f"env-steps/s on {jax.devices()[0].device_kind} ({len(jax.devices())} XLA devices), "
         f"`jax.vmap(env.step)`, runs of {steps} steps, {rounds} rounds of one run each, "
-        "alternating; ratio: jaxgrid / peer, per round.",
+        f"alternating; jaxgrid's actions: {policy}, the peer's random; ratio: jaxgrid / "
+        "peer, per round.",
         "",
         "| environment | envs | jaxgrid | peer | ratio, median | ratio, range |",
         "|---|---|---|---|---|---|",
@@ -122,8 +132,9 @@ def _paired(peers, names, batches, rounds: int, days: int) -> list[str]:
     for name in names:
         label, peer, peer_params = peers[name]
         env, params = jaxgrid.make(name)
+        acting = None if policy == "random" else env.baselines(params)[policy]
         for b in batches:
-            ours, _ = prepare_env(env, params, b, steps)
+            ours, _ = prepare_env(env, params, b, steps, policy=acting)
             theirs, _ = prepare_env(peer, peer_params, b, steps)
             times = np.array([(ours(2 + r), theirs(2 + r)) for r in range(rounds)])
             rate = b * steps / times  # (rounds, 2)
@@ -152,6 +163,12 @@ def main(argv=None) -> int:
     )
     parser.add_argument("--days", type=int, default=1, help="days a run (with --paired)")
     parser.add_argument(
+        "--policy",
+        default="random",
+        help="with --paired: the baseline policy that acts in jaxgrid's environments "
+        "(merit_order, all_on, ...; the peer's actions stay random)",
+    )
+    parser.add_argument(
         "--envs", nargs="+", default=list(ENVS), choices=ENVS, help="environments to run"
     )
     args = parser.parse_args(argv)
@@ -162,7 +179,8 @@ def main(argv=None) -> int:
     if args.paired:
         if not peers:
             parser.error("--paired needs --powerzoojax")
-        emit_table(_paired(peers, args.envs, args.batches, args.paired, args.days), args.out)
+        table = _paired(peers, args.envs, args.batches, args.paired, args.days, args.policy)
+        emit_table(table, args.out)
         return 0
     batches = args.batches
     repeats = 3 if args.quick else 7
