@@ -94,7 +94,8 @@ def prepare_env(env, params, num_envs: int, steps: int, batch: bool = False, pol
 
         def acting(carry, key):
             state, obs = carry
-            action = jax.vmap(policy)(key, obs)
+            k_act, key = jax.vmap(jax.random.split, out_axes=1)(key)
+            action = jax.vmap(policy)(k_act, obs)
             obs, state, reward, *_ = step(key, state, action, params)
             return (state, obs), consumed(obs, reward)
 

@@ -132,7 +132,10 @@ def _paired(peers, names, batches, rounds: int, days: int, policy: str) -> list[
     for name in names:
         label, peer, peer_params = peers[name]
         env, params = jaxgrid.make(name)
-        acting = None if policy == "random" else env.baselines(params)[policy]
+        baselines = env.baselines(params)
+        if policy not in baselines:
+            raise SystemExit(f"--policy {policy}: {name}'s baselines are {sorted(baselines)}")
+        acting = None if policy == "random" else baselines[policy]
         for b in batches:
             ours, _ = prepare_env(env, params, b, steps, policy=acting)
             theirs, _ = prepare_env(peer, peer_params, b, steps)
@@ -176,6 +179,8 @@ def main(argv=None) -> int:
     import jax
 
     peers = _peers(args.powerzoojax) if args.powerzoojax else {}
+    if args.policy != "random" and not args.paired:
+        parser.error("--policy needs --paired")
     if args.paired:
         if not peers:
             parser.error("--paired needs --powerzoojax")
