@@ -64,21 +64,16 @@ def measure_env(env, params, num_envs: int, steps: int, repeats: int, batch: boo
     return num_envs * steps / float(np.median(times)), compile_s
 
 
-def prepare_env(env, params, num_envs: int, steps: int, batch: bool = False, policy=None):
-    """``(timed_run, compile s)``: the compiled rollout of :func:`measure_env`, and
-    ``timed_run(seed)``, the seconds of one run of it on actions drawn from ``seed``
-    (drawn before the clock starts), so that callers can interleave two environments'
-    runs. With ``policy`` (``policy(key, obs) -> action`` of one environment, as
-    :meth:`~jaxgrid.env.Environment.baselines` gives) the actions are the policy's of
-    each step's observation instead, computed inside the rollout."""
+def rollout(env, params, num_envs: int, batch: bool = False, policy=None):
+    """``run(carry, actions, keys) -> (carry, consumed)``: a ``lax.scan`` of
+    ``jax.vmap(env.step)`` (or ``env.step_batch``) over ``num_envs`` environments, one
+    step per leading entry of ``actions`` and ``keys`` (:func:`draws`), every observation
+    and reward summed so that XLA computes them. ``carry`` is the batched state, or with
+    ``policy`` (``policy(key, obs) -> action`` of one environment, as
+    :meth:`~jaxgrid.env.Environment.baselines` gives) ``(state, obs)``: the actions are
+    then the policy's of each step's observation (``actions`` unused)."""
     import jax
     import jax.numpy as jnp
-    from jax.sharding import Mesh, NamedSharding, PartitionSpec
-
-    space = env.action_space(params)
-    devices = jax.devices()
-    shard = len(devices) > 1 and num_envs % len(devices) == 0
-    mesh = Mesh(devices, ("envs",)) if shard else None
 
     step = env.step_batch if batch else jax.vmap(env.step, in_axes=(0, 0, 0, None))
 
@@ -86,25 +81,35 @@ def prepare_env(env, params, num_envs: int, steps: int, batch: bool = False, pol
         leaves = jax.tree_util.tree_leaves((obs, reward))
         return sum(jnp.sum(x.reshape(num_envs, -1), axis=1) for x in leaves)
 
-    def run(state, actions, keys):
-        def body(state, xs):
-            action, key = xs
-            obs, state, reward, *_ = step(key, state, action, params)
-            return state, consumed(obs, reward)
+    def body(state, xs):
+        action, key = xs
+        obs, state, reward, *_ = step(key, state, action, params)
+        return state, consumed(obs, reward)
 
-        def acting(carry, key):
-            state, obs = carry
-            k_act, key = jax.vmap(jax.random.split, out_axes=1)(key)
-            action = jax.vmap(policy)(k_act, obs)
-            obs, state, reward, *_ = step(key, state, action, params)
-            return (state, obs), consumed(obs, reward)
+    def acting(carry, key):
+        state, obs = carry
+        k_act, key = jax.vmap(jax.random.split, out_axes=1)(key)
+        action = jax.vmap(policy)(k_act, obs)
+        obs, state, reward, *_ = step(key, state, action, params)
+        return (state, obs), consumed(obs, reward)
 
+    def run(carry, actions, keys):
         if policy is None:
-            return jax.lax.scan(body, state, (actions, keys))
-        return jax.lax.scan(acting, state, keys)
+            return jax.lax.scan(body, carry, (actions, keys))
+        return jax.lax.scan(acting, carry, keys)
+
+    return run
+
+
+def draws(env, params, num_envs: int, steps: int):
+    """``draw(key) -> (actions, keys)``, jitted: uniform random actions and step keys,
+    ``(steps, num_envs, ...)`` each, for :func:`rollout`."""
+    import jax
+
+    space = env.action_space(params)
 
     @jax.jit
-    def draws(key):
+    def draw(key):
         k_act, k_step = jax.random.split(key)
         actions = jax.vmap(jax.vmap(space.sample))(
             jax.random.split(k_act, steps * num_envs).reshape(steps, num_envs, -1)
@@ -112,27 +117,51 @@ def prepare_env(env, params, num_envs: int, steps: int, batch: bool = False, pol
         keys = jax.random.split(k_step, steps * num_envs).reshape(steps, num_envs, -1)
         return actions, keys
 
+    return draw
+
+
+def initial_carry(env, params, num_envs: int, policy=None):
+    """:func:`rollout`'s first ``carry``: ``num_envs`` reset states (seed 0), with their
+    observations where a ``policy`` acts."""
+    import jax
+
+    obs, state = jax.jit(jax.vmap(env.reset, in_axes=(0, None)))(
+        jax.random.split(jax.random.PRNGKey(0), num_envs), params
+    )
+    return state if policy is None else (state, obs)
+
+
+def prepare_env(env, params, num_envs: int, steps: int, batch: bool = False, policy=None):
+    """``(timed_run, compile s)``: the compiled rollout of :func:`measure_env`, and
+    ``timed_run(seed)``, the seconds of one run of it on actions drawn from ``seed``
+    (drawn before the clock starts), so that callers can interleave two environments'
+    runs; with ``policy``, the policy's actions (:func:`rollout`)."""
+    import jax
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+    devices = jax.devices()
+    shard = len(devices) > 1 and num_envs % len(devices) == 0
+    mesh = Mesh(devices, ("envs",)) if shard else None
+    draw = draws(env, params, num_envs, steps)
+
     def place(tree, spec):
         if mesh is None:
             return tree
         return jax.device_put(tree, NamedSharding(mesh, spec))
 
-    obs, state = jax.jit(jax.vmap(env.reset, in_axes=(0, None)))(
-        jax.random.split(jax.random.PRNGKey(0), num_envs), params
-    )
-    state = [place(state if policy is None else (state, obs), PartitionSpec("envs"))]
-    rollout = jax.jit(run)
-    actions, keys = place(draws(jax.random.PRNGKey(1)), PartitionSpec(None, "envs"))
+    state = [place(initial_carry(env, params, num_envs, policy), PartitionSpec("envs"))]
+    run = jax.jit(rollout(env, params, num_envs, batch, policy))
+    actions, keys = place(draw(jax.random.PRNGKey(1)), PartitionSpec(None, "envs"))
     t0 = time.perf_counter()
-    state[0], _ = jax.block_until_ready(rollout(state[0], actions, keys))
+    state[0], _ = jax.block_until_ready(run(state[0], actions, keys))
     compile_s = time.perf_counter() - t0
 
     def timed_run(seed: int) -> float:
         actions, keys = jax.block_until_ready(
-            place(draws(jax.random.PRNGKey(seed)), PartitionSpec(None, "envs"))
+            place(draw(jax.random.PRNGKey(seed)), PartitionSpec(None, "envs"))
         )
         t0 = time.perf_counter()
-        state[0], _ = jax.block_until_ready(rollout(state[0], actions, keys))
+        state[0], _ = jax.block_until_ready(run(state[0], actions, keys))
         return time.perf_counter() - t0
 
     return timed_run, compile_s

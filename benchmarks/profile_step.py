@@ -38,6 +38,8 @@ import time
 import warnings
 from pathlib import Path
 
+from env_throughput import draws, initial_carry, rollout
+
 MAX_EVENTS = 1_000_000  # what jax.profiler keeps of a trace
 TABLES = ("FileNames", "FunctionNames", "FileLocations", "StackFrames")
 
@@ -134,7 +136,6 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     warnings.simplefilter("ignore")
     import jax
-    import jax.numpy as jnp
 
     import jaxgrid
 
@@ -143,34 +144,13 @@ def main(argv=None) -> int:
     if args.policy not in baselines:
         parser.error(f"--policy {args.policy}: {args.env}'s baselines are {sorted(baselines)}")
     policy = None if args.policy == "random" else baselines[args.policy]
-    space = env.action_space(params)
-    step = jax.vmap(env.step, in_axes=(0, 0, 0, None))
-
-    def run(carry, actions, keys):
-        def body(carry, xs):
-            state, obs = carry
-            action, key = xs
-            if policy is not None:
-                k_act, key = jax.vmap(jax.random.split, out_axes=1)(key)
-                action = jax.vmap(policy)(k_act, obs)
-            obs, state, reward, *_ = step(key, state, action, params)
-            return (state, obs), jnp.sum(reward)
-
-        return jax.lax.scan(body, carry, (actions, keys))
-
-    def draws(seed, steps):
-        k_act, k_step = jax.random.split(jax.random.PRNGKey(seed))
-        shape = (steps, args.envs)
-        actions = jax.vmap(jax.vmap(space.sample))(jax.random.split(k_act, shape))
-        return actions, jax.random.split(k_step, shape)
-
-    obs, state = jax.jit(jax.vmap(env.reset, in_axes=(0, None)))(
-        jax.random.split(jax.random.PRNGKey(0), args.envs), params
-    )
-    carry = (state, obs)
+    run = rollout(env, params, args.envs, policy=policy)
+    carry = initial_carry(env, params, args.envs, policy)
     if args.warm:
-        carry, _ = jax.jit(run)(carry, *draws(1, args.warm))
-    actions, keys = draws(2, args.steps)
+        carry, _ = jax.jit(run)(
+            carry, *draws(env, params, args.envs, args.warm)(jax.random.PRNGKey(1))
+        )
+    actions, keys = draws(env, params, args.envs, args.steps)(jax.random.PRNGKey(2))
     compiled = jax.jit(run).lower(carry, actions, keys).compile()
     jax.block_until_ready(compiled(carry, actions, keys))
     start = time.perf_counter()

@@ -132,10 +132,7 @@ def _paired(peers, names, batches, rounds: int, days: int, policy: str) -> list[
     for name in names:
         label, peer, peer_params = peers[name]
         env, params = jaxgrid.make(name)
-        baselines = env.baselines(params)
-        if policy not in baselines:
-            raise SystemExit(f"--policy {policy}: {name}'s baselines are {sorted(baselines)}")
-        acting = None if policy == "random" else baselines[policy]
+        acting = None if policy == "random" else env.baselines(params)[policy]
         for b in batches:
             ours, _ = prepare_env(env, params, b, steps, policy=acting)
             theirs, _ = prepare_env(peer, peer_params, b, steps)
@@ -178,9 +175,16 @@ def main(argv=None) -> int:
     warnings.simplefilter("ignore")
     import jax
 
+    import jaxgrid
+
     peers = _peers(args.powerzoojax) if args.powerzoojax else {}
     if args.policy != "random" and not args.paired:
         parser.error("--policy needs --paired")
+    for name in args.envs:  # before any run: one error naming what each env offers
+        env, params = jaxgrid.make(name)
+        offered = env.baselines(params)
+        if args.policy not in offered:
+            parser.error(f"--policy {args.policy}: {name}'s baselines are {sorted(offered)}")
     if args.paired:
         if not peers:
             parser.error("--paired needs --powerzoojax")
