@@ -79,7 +79,7 @@ lines certify most of them. On 32 held-out days of ``tso118-v0``'s merit order (
 steps, float32) 9 steps ended unconverged without it and 2 with it (one round of 4
 steps; 1 with the stage's 4 rounds of 2, on another CPU, ``benchmarks/dispatch_failures.py``), the polished prices equal float64's to 0.1 currency/MWh. The binding
 lines' stage and the polish are two passes of one loop, so that the program holds the
-search once (the polish takes the stage's 4 rounds of 2 steps): ``tso118-v0``'s
+search once (the polish takes the stage's rounds of 2 steps): ``tso118-v0``'s
 ``jax.vmap(env.step)`` compiled in 15.6-16.3 s against 18.5 s with two copies (1,015-1,089
 fusions against 1,139; a slow day on this machine, ``benchmarks/compile_time.py``), the
 merit order's day at 64 and 256 environments gave the same rewards at the same speed (664

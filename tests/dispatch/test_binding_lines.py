@@ -11,6 +11,7 @@ from test_copper_plate import _at
 from test_dcopf import _check
 
 from jaxgrid.dispatch import DCOPFParams, binding_lines_dispatch, copper_plate_dispatch
+from jaxgrid.dispatch.binding_lines import ROUNDS
 from jaxgrid.grid import network_from_matpower
 
 # these instances bind up to six lines: room for eight, and rounds to find them
@@ -44,7 +45,7 @@ def test_matches_highs_where_certified():
 
 
 def test_default_search_certifies_most_congested_instances():
-    """The default search (4 slots, 4 rounds of 2 Newton steps), as the fallback runs it:
+    """The default search (4 slots, rounds of 2 Newton steps), as the fallback runs it:
     each step's length minimises the prices' potential along its direction. Taking the
     one of four fixed lengths that least left of the error, it certified 40 of these 64
     instances of case118 with six tightened lines (where a step crossed a response's
@@ -60,6 +61,37 @@ def test_default_search_certifies_most_congested_instances():
         for i in certified[::6]:
             ref = solve(network, pd[i], cost_poly=poly[i], commitment=commitment[i])
             _check(_at(lines, i), ref, network, f"case118 instance {i}")
+
+
+def test_later_rounds_only_continue_the_first_where_they_do_not_certify():
+    """Every problem takes ``first_rounds`` of the search and the rest continue it only
+    where those do not certify: the batch certifies what every round on every problem
+    certifies, at the same prices, and a problem alone (a ``lax.cond``) gets its batched
+    result."""
+    with x64():
+        network = tightened(network_from_matpower("case118"))
+        pd, poly, commitment = draw(network, np.random.default_rng(11), 64)
+
+        def search(**kwargs):
+            one = lambda p, c, u: binding_lines_dispatch(  # noqa: E731
+                network, p, cost_poly=c, commitment=u, **kwargs
+            )
+            return jax.jit(jax.vmap(one))(pd, poly, commitment), one
+
+        (split, one), (whole, _) = search(first_rounds=2), search(first_rounds=ROUNDS)
+        (first, _) = search(first_rounds=2, rounds=2)
+        first_ok, whole_ok = np.asarray(first.converged), np.asarray(whole.converged)
+        later = np.flatnonzero(whole_ok & ~first_ok)  # the later rounds certify these
+        picked = np.concatenate([later[:2], np.flatnonzero(first_ok)[:2]])
+        alone = {i: jax.jit(one)(pd[i], poly[i], commitment[i]) for i in picked}
+    assert len(later) >= 5
+    np.testing.assert_array_equal(np.asarray(split.converged), whole_ok)
+    np.testing.assert_allclose(
+        np.asarray(split.lmp)[whole_ok], np.asarray(whole.lmp)[whole_ok], rtol=1e-7, atol=1e-6
+    )
+    for i, result in alone.items():
+        assert bool(result.converged)
+        np.testing.assert_allclose(result.lmp, split.lmp[i], rtol=1e-9, atol=1e-9)
 
 
 @full_only
