@@ -39,7 +39,7 @@ price has the wrong sign (a limit that pushes rather than holds), adds the monit
 most over its rating into one of ``slots`` places, and takes ``newton_steps`` Newton
 steps. Every problem takes the first ``first_rounds`` (2), and the rest (4 more) continue
 the search, from where it stands, only where those do not certify
-(:func:`~jaxgrid.masked.masked_apply`, a quarter of a batch a round): on a day of
+(:func:`~jaxgrid.masked.masked_apply`, a sixteenth of a batch a round): on a day of
 ``tso118-v0``'s random commitments at 256 environments (2,634 problems that the copper
 plate does not certify, float32) 2 rounds certified 2,251, 4 rounds 2,525 and 6 rounds
 2,557, so that the later rounds run for about a seventh of the problems. Measured on
@@ -48,7 +48,13 @@ time in one process and their runs alternated, medians of 7-11 per-round ratios)
 rounds for every problem against 2 and 4 more where needed, 1.24x the env-steps/s at
 64 environments, 1.17x at 256 and 1.18x at 1024, and 1.06x on the merit order's
 days at 256 (the interior point left fewer problems: 77 of the day's 2,634 instead of
-109); 2 and 6 more were no faster.
+109); 2 and 6 more were no faster, nor 4 more of 4 Newton steps each (0.92x; they
+certified 11 more). The share gathered for the later rounds (the binding lines' stage
+of :func:`~jaxgrid.dispatch.dcopf_with_fallback` gathers 64 problems a round at 256
+environments, so a sixteenth is 4): at 256 environments a quarter 9.44 ms a step, an
+eighth 9.13, a sixteenth 8.79, a half 10.17; 4, 2 and 1 problems a round 9.46, 9.47 and
+10.09 against a sixteenth's 8.93 (the same alternated runs); at 64 a sixteenth and a
+quarter the same within 2 %.
 
 ``converged`` is a certificate of optimality, checked on the result: the balance holds,
 every monitored flow is within its rating, every binding line is at its rating with a
@@ -111,7 +117,7 @@ from jaxgrid.types import Array
 SLOTS = 4  # lines that may bind at once
 ROUNDS = 6  # active-set rounds
 FIRST_ROUNDS = 2  # rounds every problem takes; the rest only where these do not certify
-CONTINUE_CAPACITY = 1 / 4  # share of a batch gathered per round for the rest (docstring)
+CONTINUE_CAPACITY = 1 / 16  # share of a batch gathered per round for the rest (docstring)
 NEWTON_STEPS = 2  # Newton steps per round
 BRACKET = tuple(2.0**k for k in range(-6, 11))  # step lengths that bracket the minimum
 REFINE = 8  # points inside the bracket
