@@ -241,7 +241,8 @@ def _line_search(s: _Search, p, direction, error, slots_):
 def _newton(s: _Search, p, slots_):
     """One step: along the Newton direction, damped ones and the steepest descent, each
     to the minimum of the potential along it (:func:`_line_search`), the one of least
-    potential (:func:`_potential`)."""
+    potential (:func:`_potential`), of those within round-off of it the one of least
+    error."""
     dtype = s.reach.dtype
     hr_at, *_, active = slots_
     error, price = _residual(s, p, slots_)
