@@ -50,8 +50,8 @@ rounds for every problem against 2 and 4 more where needed, 1.24x the env-steps/
 days at 256 (the interior point left fewer problems: 77 of the day's 2,634 instead of
 109); 2 and 6 more were no faster, nor 4 more of 4 Newton steps each (0.92x; they
 certified 11 more). The share gathered for the later rounds (the binding lines' stage
-of :func:`~jaxgrid.dispatch.dcopf_with_fallback` gathers 64 problems a round at 256
-environments, so a sixteenth is 4): at 256 environments a quarter 9.44 ms a step, an
+of :func:`~jaxgrid.dispatch.dcopf_with_fallback` then gathered 64 problems a round at
+256 environments, so a sixteenth was 4; now 32 and 2): at 256 environments a quarter 9.44 ms a step, an
 eighth 9.13, a sixteenth 8.79, a half 10.17; 4, 2 and 1 problems a round 9.46, 9.47 and
 10.09 against a sixteenth's 8.93 (the same alternated runs); at 64 a sixteenth and a
 quarter the same within 2 %.

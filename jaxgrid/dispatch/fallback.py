@@ -38,7 +38,12 @@ exact step lengths (:mod:`.binding_lines`) 1.4 %, more rounds or steps certifyin
 few tenths of a per cent more for more than they saved. The shares gathered: about a
 quarter of random commitments' problems need the binding lines and one or two in a
 hundred the interior point, at any batch, so each stage takes a share of the batch a
-round, a quarter and a sixty-fourth (one problem at 64 environments, four at 256).
+round, a quarter and a sixty-fourth (one problem at 64 environments, four at 256); the
+binding lines an eighth since their later rounds run only where the first two do not
+certify (:mod:`.binding_lines`, a later session: ``tso118-v0``'s ``jax.vmap(env.step)``
+1.07x at 64 and at 256 environments, the merit order's days at 256 the same; each
+variant compiled ahead of time in one process, runs alternated, medians of 11-15
+per-round ratios).
 Measured on one day of ``tso118-v0``'s random-commitment problems (the dispatch alone,
 ``jax.vmap`` in a jitted scan, one process, median of 7), ms a step of 64 problems: the
 binding lines on the whole batch and the interior point 4 a round (before) 24.7, with
@@ -111,7 +116,7 @@ from jaxgrid.types import Array
 
 CAPACITY = 1 / 64  # share of a batch the interior point takes per round (see interior_capacity)
 CPU_CAPACITY = 1  # problems the interior point takes per round on a CPU after the binding lines
-LINES_CAPACITY = 1 / 4  # share of a batch the binding lines take per round
+LINES_CAPACITY = 1 / 8  # share of a batch the binding lines take per round
 CPU_LINES_MOST = 64  # problems the binding lines take per round on a CPU, at most
 
 

@@ -150,8 +150,10 @@ def test_on_a_cpu_the_interior_point_takes_one_problem_a_round_after_the_lines()
     # tso118-v0's step at 256 and 1024 environments 19 % and 12 % slower (benchmarks)
     assert interior_capacity(binding_lines=True) == 1
     assert interior_capacity(binding_lines=False) == CAPACITY  # case5's market: most need it
-    # the binding lines: a quarter of the batch, at most 64 problems a round
-    assert [lines_capacity(n) for n in (1, 64, 256, 1024, 4096)] == [1, 16, 64, 64, 64]
+    # the binding lines: an eighth of the batch, at most 64 problems a round (a quarter
+    # ran tso118-v0's step 7 % slower at 64 and 256 environments once the search's
+    # later rounds ran only where needed: benchmarks)
+    assert [lines_capacity(n) for n in (1, 64, 256, 1024, 4096)] == [1, 8, 32, 64, 64]
 
 
 def test_the_fallback_holds_a_closed_over_networks_ptdf_as_a_constant():
