@@ -38,9 +38,10 @@ exact step lengths (:mod:`.binding_lines`) 1.4 %, more rounds or steps certifyin
 few tenths of a per cent more for more than they saved. The shares gathered: about a
 quarter of random commitments' problems need the binding lines and one or two in a
 hundred the interior point, at any batch, so each stage takes a share of the batch a
-round, a quarter and a sixty-fourth (one problem at 64 environments, four at 256); the
-binding lines an eighth since their later rounds run only where the first two do not
-certify (:mod:`.binding_lines`, a later session: ``tso118-v0``'s ``jax.vmap(env.step)``
+round: the interior point a sixty-fourth (one problem at 64 environments, four at
+256), the binding lines a quarter until their later rounds ran only where the first two
+do not certify, and an eighth since (:mod:`.binding_lines`, a later session:
+``tso118-v0``'s ``jax.vmap(env.step)``
 1.07x at 64 and at 256 environments, the merit order's days at 256 the same; each
 variant compiled ahead of time in one process, runs alternated, medians of 11-15
 per-round ratios).
