@@ -54,7 +54,12 @@ of :func:`~jaxgrid.dispatch.dcopf_with_fallback` then gathered 64 problems a rou
 256 environments, so a sixteenth was 4; now 32 and 2): at 256 environments a quarter 9.44 ms a step, an
 eighth 9.13, a sixteenth 8.79, a half 10.17; 4, 2 and 1 problems a round 9.46, 9.47 and
 10.09 against a sixteenth's 8.93 (the same alternated runs); at 64 a sixteenth and a
-quarter the same within 2 %.
+quarter the same within 2 %. :func:`~jaxgrid.dispatch.dcopf_with_fallback` runs the
+later rounds as a stage of its own (:func:`binding_lines_search` twice, the search's
+:class:`LinesSearch` between them), gathered across its whole batch: nested in each of
+the first rounds' gathered rounds (8 problems at 64 environments), a sixteenth of those
+was one problem at a time, and a step ran two or three such rounds one after another
+(the later rounds were 0.45 of the stage's 1.2 ms a step at 64 environments).
 
 ``converged`` is a certificate of optimality, checked on the result: the balance holds,
 every monitored flow is within its rating, every binding line is at its rating with a
@@ -113,6 +118,7 @@ and 1.19x on the merit order's days at 256.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import NamedTuple
 
@@ -126,6 +132,8 @@ from jaxgrid.dispatch.dcopf import (
     _gen_at_bus,
     _problem_data,
     _result,
+    network_ptdf,
+    static_sets,
 )
 from jaxgrid.grid.network import Network
 from jaxgrid.masked import masked_apply
@@ -304,6 +312,226 @@ def _search(s: _Search, carry, rounds: int, newton_steps: int):
     return jax.lax.scan(step, carry, None, length=rounds)[0]
 
 
+class LinesSearch(NamedTuple):
+    """Where one problem's search stands, to continue it (:func:`binding_lines_search`):
+    ``L`` monitored lines, ``slots`` places."""
+
+    prices: Array  # (1 + slots,) currency/MWh: the energy's, then each slot's line's
+    pick: Array  # (slots, L) +1 or -1 at the line a slot holds (upper, lower limit)
+    reserve_price: Array  # () currency/MWh, the start's, kept
+
+    @classmethod
+    def empty(cls, n_lines: int, slots: int = SLOTS, dtype=jnp.float32) -> LinesSearch:
+        """A search that holds no line, for a problem it does not run on."""
+        return cls(
+            jnp.zeros(1 + slots, dtype), jnp.zeros((slots, n_lines), dtype), jnp.zeros((), dtype)
+        )
+
+
+def _problem(network: Network, d, params: DCOPFParams, rho) -> _Search:
+    """The search's data of one problem (:class:`_Search`), with ``rho`` the reserve's
+    price, currency/MWh."""
+    dtype = d.dtype
+    h = d.h_full[d.monitored]  # (L, n_bus)
+    rate = d.rate[d.monitored]
+    line_on = network.branch_in_service[d.monitored] & jnp.isfinite(rate)
+    n_seg = d.width.shape[-1]
+    n_blocks, n_shed, n_spill = d.width.size, len(d.shed_buses), len(d.spill_buses)
+    # the responders: the output blocks, the shed at each listed bus and the spill at
+    # each, every one ``reach * clip((price - start) * gain, 0, 1)`` MW of injection at
+    # its bus's price (currency/MWh): a block rises to its width across ``rise * width``
+    # above its marginal cost, shed to the bus's load across ``voll * slack_price_rise``
+    # above ``voll``, and spill (negative injection, ``reach`` and ``gain`` negative) to
+    # the bus's must-run output across ``spill_price * slack_price_rise`` below
+    # ``-spill_price``; without a range (a block of constant cost, shed and spill without
+    # a rise) ``gain`` is a power of two that makes the clip a step at ``start``
+    rising = params.slack_price_rise > 0
+    voll, spill_price = params.voll, params.spill_price
+    width = d.width.reshape(-1)
+    block_range = d.curvature.reshape(-1) * width
+    span = jnp.concatenate(
+        [
+            block_range,
+            jnp.full(n_shed, jnp.where(rising, voll * params.slack_price_rise, 0.0), dtype),
+            jnp.full(n_spill, jnp.where(rising, spill_price * params.slack_price_rise, 0.0), dtype),
+        ]
+    )
+    ranged = span > 0
+    step_gain = 1 / jnp.finfo(dtype).tiny  # 2**126 in float32: finite, and 0 * it is 0
+    sign = jnp.concatenate([jnp.ones(n_blocks + n_shed, dtype), -jnp.ones(n_spill, dtype)])
+    gain = sign * jnp.where(ranged, 1 / jnp.where(ranged, span, 1.0), step_gain)
+    reach = sign * jnp.concatenate([width, d.shed_max, d.spill_max])
+    responder_bus = jnp.concatenate(
+        [jnp.repeat(network.gen_bus, n_seg), jnp.asarray(d.shed_buses), jnp.asarray(d.spill_buses)]
+    )
+    fixed = d.lower @ _gen_at_bus(network, dtype) - d.pd - network.gs_mw
+    scale = jnp.maximum(jnp.sum(jnp.abs(d.pd)), 1.0)
+    start = jnp.concatenate(
+        [
+            d.slope.reshape(-1) + rho,
+            jnp.full(n_shed, voll, dtype),
+            jnp.full(n_spill, -spill_price, dtype),
+        ]
+    )
+    return _Search(
+        h_resp=h[:, responder_bus],
+        rating=jnp.where(line_on, rate, 0.0),
+        fixed_flow=h @ fixed + d.shift[d.monitored],
+        fixed_total=jnp.sum(fixed),
+        line_on=line_on,
+        tol_mw=1e-3 + 64 * jnp.finfo(dtype).eps * scale,
+        reach=reach,
+        start=start,
+        gain=gain,
+        slope=jnp.where(ranged, reach * gain, 0.0),
+        span=jnp.where(ranged, span, 0.0),
+    )
+
+
+def _reserve_price(plate: DispatchResult) -> Array:
+    """The start's reserve price, 0 where it is round-off of its prices (an interior
+    point's is never exactly 0, and a positive price asks for a shortfall)."""
+    start_scale = jnp.maximum(1.0, jnp.max(jnp.abs(plate.lmp)))
+    return jnp.where(plate.reserve_price > 1e-6 * start_scale, plate.reserve_price, 0.0)
+
+
+def _start(s: _Search, d, plate: DispatchResult, slots: int, rho) -> LinesSearch:
+    """The search from ``plate``: its energy price, and of its lines at their rating the
+    ``slots`` of largest price above round-off, each on the side its price holds (none
+    on a copper plate; an interior point prices lines short of their rating at ~0.1 in
+    float32)."""
+    dtype = d.dtype
+    start_scale = jnp.maximum(1.0, jnp.max(jnp.abs(plate.lmp)))
+    monitored_at = jnp.asarray(d.monitored)
+    mu0 = -plate.line_price[monitored_at]
+    mu0 = jnp.where(s.line_on & plate.line_at_limit[monitored_at], mu0, 0.0)
+    top, first = jax.lax.top_k(jnp.abs(mu0), min(slots, len(s.rating)))
+    held0 = top > 1e-6 * start_scale
+    pad = slots - len(top)
+    held0 = jnp.concatenate([held0, jnp.zeros(pad, bool)])
+    first = jnp.concatenate([first, jnp.zeros(pad, first.dtype)])
+    p0 = jnp.concatenate([plate.lmp_energy[None], jnp.where(held0, mu0[first], 0.0)])
+    pick0 = jax.nn.one_hot(first, len(s.rating), dtype=dtype) * -jnp.sign(mu0[first])[:, None]
+    return LinesSearch(p0, jnp.where(held0[:, None], pick0, 0.0), rho)
+
+
+def _certificate(s: _Search, d, search: LinesSearch):
+    """``(certified, y, balance, over, short)`` where ``search`` stands: the certificate
+    (module docstring), the responders' injections (MW) and its terms: the balance's
+    error, the largest flow beyond a rating and the reserve's shortfall (MW)."""
+    p, pick, rho = search
+    n_blocks = d.width.size
+    slots_ = _slotted(s, pick)
+    y = _output(s, _prices(p, slots_))
+    flows = s.fixed_flow + s.h_resp @ y
+    _, rating_at, _, side, active = slots_
+    balance = jnp.abs(s.fixed_total + jnp.sum(y))
+    over = jnp.max(jnp.where(s.line_on, jnp.abs(flows) - s.rating, 0.0), initial=0.0)
+    at_limit = jnp.abs(jnp.abs(pick) @ flows - side * rating_at) <= s.tol_mw
+    price_scale = jnp.maximum(1.0, jnp.max(jnp.abs(s.start[:n_blocks])))
+    holds = side * p[1:] <= 1e-6 * price_scale
+    headroom = jnp.sum(jnp.where(d.on, d.pmax, 0.0)) - jnp.sum(d.lower) - d.reserve
+    short = jnp.sum(y[:n_blocks]) - headroom
+    consistent = (d.reserve <= 0) | jnp.where(rho > 0, short >= -s.tol_mw, short <= s.tol_mw)
+    certified = (
+        (balance <= s.tol_mw)
+        & (over <= s.tol_mw)
+        & jnp.all(~active | (at_limit & holds))
+        & consistent
+    )
+    return certified, y, balance, over, short
+
+
+def _outcome(network: Network, d, params: DCOPFParams, s: _Search, search: LinesSearch):
+    """The :class:`DispatchResult` where ``search`` stands, ``converged`` its certificate."""
+    p, pick, rho = search
+    dtype, n_bus = d.dtype, network.n_bus
+    n_blocks, n_shed = d.width.size, len(d.shed_buses)
+    certified, y, balance, over, short = _certificate(s, d, search)
+    active = jnp.sum(pick, axis=1) != 0
+    shed = jnp.zeros(n_bus, dtype).at[d.shed_buses].set(y[n_blocks : n_blocks + n_shed])
+    spill = jnp.zeros(n_bus, dtype).at[d.spill_buses].set(-y[n_blocks + n_shed :])
+    return _result(
+        network,
+        d,
+        params,
+        blocks=y[:n_blocks].reshape(d.width.shape),
+        shed=shed,
+        spill=spill,
+        shortfall=jnp.where(d.reserve > 0, jnp.maximum(short, 0.0), 0.0),
+        energy=p[0],
+        line_mu=jnp.where(active, p[1:], 0.0) @ jnp.abs(pick),
+        reserve_price=rho,
+        converged=certified,
+        iterations=jnp.zeros((), jnp.int32),
+        primal_residual_mw=jnp.maximum(balance, jnp.maximum(over, 0.0)),
+        dual_residual=jnp.zeros((), dtype),
+        gap=jnp.zeros((), dtype),
+    )
+
+
+@full_precision
+def binding_lines_search(
+    network: Network,
+    pd_mw: Array | None = None,
+    *,
+    cost_poly: Array | None = None,
+    commitment: Array | None = None,
+    rate_mva: Array | None = None,
+    reserve_mw: Array | float = 0.0,
+    params: DCOPFParams | None = None,
+    monitored: Sequence[int] | None = None,
+    shed_at: Sequence[int] | None = None,
+    spill_at: Sequence[int] | None = None,
+    slots: int = SLOTS,
+    rounds: int = FIRST_ROUNDS,
+    newton_steps: int = NEWTON_STEPS,
+    plate: DispatchResult | None = None,
+    search: LinesSearch | None = None,
+    ptdf: Array | None = None,
+) -> tuple[DispatchResult, LinesSearch]:
+    """``rounds`` rounds of :func:`binding_lines_dispatch`'s search (same arguments),
+    from ``search`` where one is given (where an earlier call of the same problem left
+    it), else from ``plate``; the result where the search then stands and the search,
+    to continue it. A caller that continues only the problems that need it, gathered
+    across a batch (:func:`~jaxgrid.dispatch.dcopf_with_fallback`), calls this twice."""
+    params = DCOPFParams() if params is None else params
+    d = _problem_data(
+        network,
+        pd_mw,
+        cost_poly,
+        commitment,
+        rate_mva,
+        reserve_mw,
+        monitored,
+        shed_at,
+        spill_at,
+        ptdf,
+    )
+    if plate is None and (search is None or len(d.monitored) == 0):
+        plate = copper_plate_dispatch(
+            network,
+            pd_mw,
+            cost_poly=cost_poly,
+            commitment=commitment,
+            rate_mva=rate_mva,
+            reserve_mw=reserve_mw,
+            params=params,
+            monitored=monitored,
+            shed_at=shed_at,
+            spill_at=spill_at,
+            ptdf=ptdf,
+        )
+    if len(d.monitored) == 0:  # no line can bind: the copper plate is the answer
+        return plate, LinesSearch.empty(0, slots, d.dtype)
+    rho = _reserve_price(plate) if search is None else search.reserve_price
+    s = _problem(network, d, params, rho)
+    search = _start(s, d, plate, slots, rho) if search is None else search
+    p, pick = _search(s, (search.prices, search.pick), rounds, newton_steps)
+    search = LinesSearch(p, pick, rho)
+    return _outcome(network, d, params, s, search), search
+
+
 @full_precision
 def binding_lines_dispatch(
     network: Network,
@@ -335,163 +563,42 @@ def binding_lines_dispatch(
     problem takes ``first_rounds`` of the ``rounds``; the rest run only where those
     do not certify (:func:`~jaxgrid.masked.masked_apply`, a share
     :data:`CONTINUE_CAPACITY` of a batch a round)."""
-    params = DCOPFParams() if params is None else params
-    if plate is None:
-        plate = copper_plate_dispatch(
+    # the index sets and the PTDF fixed here, where the problem may still be concrete:
+    # the continuation traces its arguments
+    monitored, shed_at, spill_at = static_sets(
+        network, pd_mw, rate_mva, monitored, shed_at, spill_at
+    )
+    ptdf = network_ptdf(network) if ptdf is None else ptdf
+    sets = dict(monitored=monitored, shed_at=shed_at, spill_at=spill_at, slots=slots)
+    sets.update(newton_steps=newton_steps)
+    problem = (pd_mw, cost_poly, commitment, rate_mva, reserve_mw, params, ptdf)
+
+    def searched(network, search, pd, poly, on, rate, reserve, params, ptdf, **kwargs):
+        return binding_lines_search(
             network,
-            pd_mw,
-            cost_poly=cost_poly,
-            commitment=commitment,
-            rate_mva=rate_mva,
-            reserve_mw=reserve_mw,
+            pd,
+            cost_poly=poly,
+            commitment=on,
+            rate_mva=rate,
+            reserve_mw=reserve,
             params=params,
-            monitored=monitored,
-            shed_at=shed_at,
-            spill_at=spill_at,
             ptdf=ptdf,
+            search=search,
+            **sets,
+            **kwargs,
         )
-    d = _problem_data(
-        network,
-        pd_mw,
-        cost_poly,
-        commitment,
-        rate_mva,
-        reserve_mw,
-        monitored,
-        shed_at,
-        spill_at,
-        ptdf,
-    )
-    if len(d.monitored) == 0:  # no line can bind: the copper plate is the answer
-        return plate
-    dtype, n_bus = d.dtype, network.n_bus
-    h = d.h_full[d.monitored]  # (L, n_bus)
-    rate = d.rate[d.monitored]
-    line_on = network.branch_in_service[d.monitored] & jnp.isfinite(rate)
-    rating = jnp.where(line_on, rate, 0.0)
-    n_seg = d.width.shape[-1]
-    n_blocks, n_shed, n_spill = d.width.size, len(d.shed_buses), len(d.spill_buses)
-    # the reserve's price, 0 where it is round-off of the start's prices (an interior
-    # point's is never exactly 0, and a positive price asks for a shortfall)
-    start_scale = jnp.maximum(1.0, jnp.max(jnp.abs(plate.lmp)))
-    rho = jnp.where(plate.reserve_price > 1e-6 * start_scale, plate.reserve_price, 0.0)
-    # the responders: the output blocks, the shed at each listed bus and the spill at
-    # each, every one ``reach * clip((price - start) * gain, 0, 1)`` MW of injection at
-    # its bus's price (currency/MWh): a block rises to its width across ``rise * width``
-    # above its marginal cost, shed to the bus's load across ``voll * slack_price_rise``
-    # above ``voll``, and spill (negative injection, ``reach`` and ``gain`` negative) to
-    # the bus's must-run output across ``spill_price * slack_price_rise`` below
-    # ``-spill_price``; without a range (a block of constant cost, shed and spill without
-    # a rise) ``gain`` is a power of two that makes the clip a step at ``start``
-    rising = params.slack_price_rise > 0
-    voll, spill_price = params.voll, params.spill_price
-    width = d.width.reshape(-1)
-    block_range = d.curvature.reshape(-1) * width
-    span = jnp.concatenate(
-        [
-            block_range,
-            jnp.full(n_shed, jnp.where(rising, voll * params.slack_price_rise, 0.0), dtype),
-            jnp.full(n_spill, jnp.where(rising, spill_price * params.slack_price_rise, 0.0), dtype),
-        ]
-    )
-    ranged = span > 0
-    step_gain = 1 / jnp.finfo(dtype).tiny  # 2**126 in float32: finite, and 0 * it is 0
-    sign = jnp.concatenate([jnp.ones(n_blocks + n_shed, dtype), -jnp.ones(n_spill, dtype)])
-    gain = sign * jnp.where(ranged, 1 / jnp.where(ranged, span, 1.0), step_gain)
-    reach = sign * jnp.concatenate([width, d.shed_max, d.spill_max])
-    responder_bus = jnp.concatenate(
-        [jnp.repeat(network.gen_bus, n_seg), jnp.asarray(d.shed_buses), jnp.asarray(d.spill_buses)]
-    )
-    fixed = d.lower @ _gen_at_bus(network, dtype) - d.pd - network.gs_mw
-    h_resp = h[:, responder_bus]
-    scale = jnp.maximum(jnp.sum(jnp.abs(d.pd)), 1.0)
-    s = _Search(
-        h_resp=h_resp,
-        rating=rating,
-        fixed_flow=h @ fixed + d.shift[d.monitored],
-        fixed_total=jnp.sum(fixed),
-        line_on=line_on,
-        tol_mw=1e-3 + 64 * jnp.finfo(dtype).eps * scale,
-        reach=reach,
-        start=jnp.concatenate(
-            [
-                d.slope.reshape(-1) + rho,
-                jnp.full(n_shed, voll, dtype),
-                jnp.full(n_spill, -spill_price, dtype),
-            ]
-        ),
-        gain=gain,
-        slope=jnp.where(ranged, reach * gain, 0.0),
-        span=jnp.where(ranged, span, 0.0),
-    )
-    price_scale = jnp.maximum(1.0, jnp.max(jnp.abs(s.start[:n_blocks])))
-    headroom = jnp.sum(jnp.where(d.on, d.pmax, 0.0)) - jnp.sum(d.lower) - d.reserve
-    reserve_on = d.reserve > 0
 
-    def certificate(p, pick):
-        """``(certified, y, balance, over, short)`` at prices ``p`` and slots ``pick``:
-        the certificate (module docstring), the responders' injections (MW) and its
-        terms: the balance's error, the largest flow beyond a rating and the reserve's
-        shortfall (MW)."""
-        slots_ = _slotted(s, pick)
-        y = _output(s, _prices(p, slots_))
-        flows = s.fixed_flow + s.h_resp @ y
-        _, rating_at, _, side, active = slots_
-        balance = jnp.abs(s.fixed_total + jnp.sum(y))
-        over = jnp.max(jnp.where(line_on, jnp.abs(flows) - rating, 0.0), initial=0.0)
-        at_limit = jnp.abs(jnp.abs(pick) @ flows - side * rating_at) <= s.tol_mw
-        holds = side * p[1:] <= 1e-6 * price_scale
-        short = jnp.sum(y[:n_blocks]) - headroom
-        consistent = ~reserve_on | jnp.where(rho > 0, short >= -s.tol_mw, short <= s.tol_mw)
-        certified = (
-            (balance <= s.tol_mw)
-            & (over <= s.tol_mw)
-            & jnp.all(~active | (at_limit & holds))
-            & consistent
-        )
-        return certified, y, balance, over, short
-
-    # the start's binding lines (none on a copper plate): of the lines at their rating,
-    # the ``slots`` of largest price above round-off, each on the side its price holds
-    # (an interior point prices lines short of their rating at ~0.1 in float32)
-    monitored_at = jnp.asarray(d.monitored)
-    mu0 = -plate.line_price[monitored_at]
-    mu0 = jnp.where(line_on & plate.line_at_limit[monitored_at], mu0, 0.0)
-    top, first = jax.lax.top_k(jnp.abs(mu0), min(slots, len(rating)))
-    held0 = top > 1e-6 * start_scale
-    pad = slots - len(top)
-    held0 = jnp.concatenate([held0, jnp.zeros(pad, bool)])
-    first = jnp.concatenate([first, jnp.zeros(pad, first.dtype)])
-    p0 = jnp.concatenate([plate.lmp_energy[None], jnp.where(held0, mu0[first], 0.0)])
-    pick0 = jax.nn.one_hot(first, len(rating), dtype=dtype) * -jnp.sign(mu0[first])[:, None]
-    init = (p0, jnp.where(held0[:, None], pick0, 0.0))
     first_rounds = min(first_rounds, rounds)
-    found = _search(s, init, first_rounds, newton_steps)
-    if rounds > first_rounds:
-        rest = lambda s, c: _search(s, c, rounds - first_rounds, newton_steps)  # noqa: E731
-        done = certificate(*found)[0]
-        found = masked_apply(rest, ~done, found, s, found, capacity=CONTINUE_CAPACITY)
-    p, pick = found
-    certified, y, balance, over, short = certificate(p, pick)
-    active = jnp.sum(pick, axis=1) != 0
-    x = y[:n_blocks]
-    shed = jnp.zeros(n_bus, dtype).at[d.shed_buses].set(y[n_blocks : n_blocks + n_shed])
-    spill = jnp.zeros(n_bus, dtype).at[d.spill_buses].set(-y[n_blocks + n_shed :])
-    line_mu = jnp.where(active, p[1:], 0.0) @ jnp.abs(pick)
-    return _result(
-        network,
-        d,
-        params,
-        blocks=x.reshape(d.width.shape),
-        shed=shed,
-        spill=spill,
-        shortfall=jnp.where(reserve_on, jnp.maximum(short, 0.0), 0.0),
-        energy=p[0],
-        line_mu=line_mu,
-        reserve_price=rho,
-        converged=certified,
-        iterations=jnp.zeros((), jnp.int32),
-        primal_residual_mw=jnp.maximum(balance, jnp.maximum(over, 0.0)),
-        dual_residual=jnp.zeros((), dtype),
-        gap=jnp.zeros((), dtype),
-    )
+    found, search = searched(network, None, *problem, plate=plate, rounds=first_rounds)
+    if rounds > first_rounds and len(monitored) > 0:
+        rest = functools.partial(searched, rounds=rounds - first_rounds)
+        found, _ = masked_apply(
+            rest,
+            ~found.converged,
+            (found, search),
+            network,
+            search,
+            *problem,
+            capacity=CONTINUE_CAPACITY,
+        )
+    return found

@@ -44,7 +44,12 @@ do not certify, and an eighth since (:mod:`.binding_lines`, a later session:
 ``tso118-v0``'s ``jax.vmap(env.step)``
 1.07x at 64 and at 256 environments, the merit order's days at 256 the same; each
 variant compiled ahead of time in one process, runs alternated, medians of 11-15
-per-round ratios).
+per-round ratios). Those later rounds are a stage of their own, between the binding
+lines' first rounds and the interior point, gathered a sixty-fourth of the batch a
+round (:func:`later_capacity`; one problem at 64 environments, 4 at 256, 16 at 1024),
+where they had run inside each gathered round of the first: the same comparison, 1.07x
+at 64 environments, 1.09x at 256, 1.11x at 1024 (a sixteenth 1.05x and 1.00x at 64
+and 256, a thirty-second 1.09x, 1.05x and 1.04x; medians of 5-11).
 Measured on one day of ``tso118-v0``'s random-commitment problems (the dispatch alone,
 ``jax.vmap`` in a jitted scan, one process, median of 7), ms a step of 64 problems: the
 binding lines on the whole batch and the interior point 4 a round (before) 24.7, with
@@ -100,7 +105,7 @@ from collections.abc import Sequence
 import jax
 import jax.numpy as jnp
 
-from jaxgrid.dispatch.binding_lines import binding_lines_dispatch
+from jaxgrid.dispatch.binding_lines import FIRST_ROUNDS, ROUNDS, LinesSearch, binding_lines_search
 from jaxgrid.dispatch.copper_plate import copper_plate_dispatch
 from jaxgrid.dispatch.dcopf import (
     DEFAULT_ITERATIONS,
@@ -119,6 +124,7 @@ CAPACITY = 1 / 64  # share of a batch the interior point takes per round (see in
 CPU_CAPACITY = 1  # problems the interior point takes per round on a CPU after the binding lines
 LINES_CAPACITY = 1 / 8  # share of a batch the binding lines take per round
 CPU_LINES_MOST = 64  # problems the binding lines take per round on a CPU, at most
+LATER_CAPACITY = 1 / 64  # share of a batch the binding lines' later rounds take per round
 
 
 def interior_capacity(binding_lines: bool) -> int | float:
@@ -135,6 +141,14 @@ def lines_capacity(n: int) -> int:
     """The binding lines' problems a round in a batch of ``n``: :data:`LINES_CAPACITY`
     of it, at most :data:`CPU_LINES_MOST` on a CPU (the module docstring)."""
     share = round_size(LINES_CAPACITY, n)
+    return min(share, CPU_LINES_MOST) if jax.default_backend() == "cpu" else share
+
+
+def later_capacity(n: int) -> int:
+    """The binding lines' later rounds' problems a round in a batch of ``n``:
+    :data:`LATER_CAPACITY` of it, at most :data:`CPU_LINES_MOST` on a CPU (the module
+    docstring)."""
+    share = round_size(LATER_CAPACITY, n)
     return min(share, CPU_LINES_MOST) if jax.default_backend() == "cpu" else share
 
 
@@ -198,11 +212,25 @@ def _stages(*args, sets, iterations, capacity, binding_lines) -> DispatchResult:
     if not binding_lines:
         return masked_apply(interior, ~plate.converged, plate, *args, capacity=capacity)
     lines = functools.partial(_lines, sets)
+    rest = functools.partial(_continued, sets)
+    idle = LinesSearch.empty(len(sets["monitored"]), dtype=plate.lmp.dtype)
 
     def stage(start, first):
-        """The binding lines from ``start`` where it is not certified, kept where they
-        certify; then, on the first pass, the interior point where they do not."""
-        found = masked_apply(lines, ~start.converged, start, start, *args, capacity=lines_capacity)
+        """The binding lines from ``start`` where it is not certified, their later rounds
+        where the first do not certify, kept where they certify; then, on the first
+        pass, the interior point where they do not."""
+        tried = ~start.converged
+        found = masked_apply(lines, tried, (start, idle), start, *args, capacity=lines_capacity)
+        if sets["monitored"]:  # else no line can bind: the first rounds return the plate
+            found = masked_apply(
+                rest,
+                tried & ~found[0].converged,
+                found,
+                found[1],
+                *args,
+                capacity=later_capacity,
+            )
+        found = found[0]
         found = jax.tree_util.tree_map(lambda a, b: jnp.where(found.converged, a, b), found, start)
         need = ~found.converged & first
         return masked_apply(interior, need, found, *args, capacity=capacity), None
@@ -213,9 +241,17 @@ def _stages(*args, sets, iterations, capacity, binding_lines) -> DispatchResult:
     return result
 
 
-def _lines(sets, plate, *args) -> DispatchResult:
-    """The binding lines' stage, started from the copper plate's result ``plate``."""
-    return _solve(functools.partial(binding_lines_dispatch, plate=plate), sets, *args)
+def _lines(sets, start, *args) -> tuple[DispatchResult, LinesSearch]:
+    """The binding lines' first rounds, started from the result ``start``."""
+    return _solve(functools.partial(binding_lines_search, plate=start), sets, *args)
+
+
+def _continued(sets, search, *args) -> tuple[DispatchResult, LinesSearch]:
+    """The binding lines' later rounds, from where ``search`` stands."""
+    rounds = ROUNDS - FIRST_ROUNDS
+    return _solve(
+        functools.partial(binding_lines_search, search=search, rounds=rounds), sets, *args
+    )
 
 
 def _solve(solver, sets, network, pd, poly, on, rate, reserve, params, ptdf) -> DispatchResult:

@@ -10,7 +10,12 @@ from instances import draw, tightened
 from test_copper_plate import _at
 from test_dcopf import _check
 
-from jaxgrid.dispatch import DCOPFParams, binding_lines_dispatch, copper_plate_dispatch
+from jaxgrid.dispatch import (
+    DCOPFParams,
+    binding_lines_dispatch,
+    copper_plate_dispatch,
+    dcopf_with_fallback,
+)
 from jaxgrid.dispatch.binding_lines import ROUNDS
 from jaxgrid.grid import network_from_matpower
 
@@ -92,6 +97,31 @@ def test_later_rounds_only_continue_the_first_where_they_do_not_certify():
     for i, result in alone.items():
         assert bool(result.converged)
         np.testing.assert_allclose(result.lmp, split.lmp[i], rtol=1e-9, atol=1e-9)
+
+
+def test_the_fallback_continues_the_binding_lines_across_its_batch():
+    """:func:`dcopf_with_fallback` runs the later rounds as a stage of their own, gathered
+    across its whole batch rather than inside each gathered round of the first: the
+    problems that only the later rounds certify are still the binding lines' (no
+    interior point iteration), at the prices of the whole search."""
+    with x64():
+        network = tightened(network_from_matpower("case118"))
+        pd, poly, commitment = draw(network, np.random.default_rng(11), 64)
+
+        def batched(solver, **kwargs):
+            one = lambda p, c, u: solver(network, p, cost_poly=c, commitment=u, **kwargs)  # noqa: E731
+            return jax.jit(jax.vmap(one))(pd, poly, commitment)
+
+        first = batched(binding_lines_dispatch, rounds=2)
+        whole = batched(binding_lines_dispatch)
+        fallback = batched(dcopf_with_fallback)
+    later = np.flatnonzero(np.asarray(whole.converged) & ~np.asarray(first.converged))
+    assert len(later) >= 5
+    assert np.all(np.asarray(fallback.converged)[later])
+    assert np.all(np.asarray(fallback.iterations)[later] == 0)
+    np.testing.assert_allclose(
+        np.asarray(fallback.lmp)[later], np.asarray(whole.lmp)[later], rtol=1e-7, atol=1e-6
+    )
 
 
 @full_only
