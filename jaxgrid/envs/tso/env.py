@@ -250,9 +250,14 @@ class TSO(Environment):
             raise ValueError("the unit-commitment oracle knows only the default reward")
         day = day_oracle(self, params, int(state.start))
         if day.mip_gap > MIP_REL_GAP:
+            above = (
+                f"{100 * day.mip_gap:.1f} % above its proven bound"
+                if np.isfinite(day.mip_gap)
+                else "with no bound proven"
+            )
             warnings.warn(
                 f"the unit-commitment oracle of the day from profile row {int(state.start)} "
-                f"stopped at its time limit {100 * day.mip_gap:.1f} % above its proven bound",
+                f"stopped at its time limit {above}",
                 stacklevel=2,
             )
         return -day.total_cost / KILO
