@@ -69,7 +69,7 @@ a day's 3,072 ``tso118-v0`` problems at 64 environments instead of 16 (random ac
 10 and 14 fixed rounds in all left 13 and 10 of 17), at about 2.5 ms each (its own
 measure: 10-30 iterations of about 330 kernels, one problem a round) where a round of
 the search costs a few tens of microseconds. ``jax.vmap(env.step)``, compiled ahead of
-time in one process with runs alternated: 1.10x, 1.10x and 1.12x the env-steps/s at 64
+time in one process with runs alternated: 1.12x, 1.10x and 1.11x the env-steps/s at 64
 environments (medians of 9-15 per-round ratios), the same at 1 and 256 (1.00x, 1.01x);
 stopping the first rounds where they certify as well was slower (1.03x at 64).
 
@@ -594,9 +594,10 @@ def binding_lines_dispatch(
     the caller has it (computed here otherwise), or another stage's solution, whose
     ``slots`` lines of largest price start in the slots at their prices (the interior
     point's result, polished by :func:`~jaxgrid.dispatch.dcopf_with_fallback`). Every
-    problem takes ``first_rounds`` of the ``rounds``; the rest run only where those
-    do not certify (:func:`~jaxgrid.masked.masked_apply`, a share
-    :data:`CONTINUE_CAPACITY` of a batch a round)."""
+    problem takes ``first_rounds`` of the ``rounds``; the rest, at most, run only where
+    those do not certify, each problem stopping once it certifies
+    (:func:`~jaxgrid.masked.masked_apply`, a share :data:`CONTINUE_CAPACITY` of a batch
+    a round)."""
     # the index sets and the PTDF fixed here, where the problem may still be concrete:
     # the continuation traces its arguments
     monitored, shed_at, spill_at = static_sets(
