@@ -4,6 +4,7 @@ sheds load behind a binding line (a block of constant cost at its price)."""
 
 import jax
 import numpy as np
+import pytest
 from conftest import full_only, x64
 from highs_dcopf import solve
 from instances import draw, tightened
@@ -17,6 +18,7 @@ from jaxgrid.dispatch import (
     dcopf_with_fallback,
 )
 from jaxgrid.dispatch.binding_lines import ROUNDS, binding_lines_search
+from jaxgrid.dispatch.dcopf import tolerance_mw
 from jaxgrid.grid import network_from_matpower
 
 # these instances bind up to six lines: room for eight, and rounds to find them
@@ -165,3 +167,67 @@ def test_certificate_refuses_shed_behind_a_binding_line():
     assert ref["status"] == "Optimal" and np.sum(ref["shed_mw"]) > 0
     assert not bool(result.converged)
     assert float(result.primal_residual_mw) > 1e-3
+
+
+def test_the_search_switches_a_reserve_price_its_start_got_wrong():
+    """The reserve's price is an active set of its own: started from a result whose
+    reserve price is the shortfall's where the optimum holds the reserve, or 0 where it
+    is short (the copper plate's, once lines bind and load is shed behind them; another
+    stage's), the later rounds switch it once the lines are solved at it and certify
+    HiGHS's optimum. They kept the start's price and certified none of these."""
+    with x64():
+        network = tightened(network_from_matpower("case118"))
+        pd, poly, commitment = draw(network, np.random.default_rng(11), 8)
+        capacity = np.sum(np.asarray(network.pmax_mw) * commitment, axis=1)
+        shortfall_price = DCOPFParams().reserve_shortfall_price
+        cases = {  # the reserve requirement, MW, and the start's (wrong) reserve price
+            "held": (0.05 * pd.sum(axis=1), shortfall_price),
+            "short": (capacity - pd.sum(axis=1) + 30.0, 0.0),
+        }
+        checked = 0
+        for label, (reserve, wrong) in cases.items():
+
+            def one(p, c, u, r, wrong=wrong):
+                kwargs = dict(cost_poly=c, commitment=u, reserve_mw=r)
+                plate = copper_plate_dispatch(network, p, **kwargs)
+                start = plate.replace(reserve_price=jax.numpy.asarray(wrong, plate.lmp.dtype))
+                return binding_lines_dispatch(network, p, plate=start, **kwargs)
+
+            results = jax.jit(jax.vmap(one))(pd, poly, commitment, reserve)
+            assert np.sum(np.asarray(results.converged)) >= 6, label
+            for i in np.flatnonzero(np.asarray(results.converged))[:2]:
+                ref = solve(
+                    network,
+                    pd[i],
+                    cost_poly=poly[i],
+                    commitment=commitment[i],
+                    reserve_mw=reserve[i],
+                )
+                result = _at(results, i)
+                _check(result, ref, network, f"{label} instance {i}")
+                assert float(result.reserve_price) == pytest.approx(ref["reserve_price"], abs=1e-3)
+                checked += 1
+    assert checked == 4
+
+
+def test_the_certificate_holds_the_balance_to_the_interior_points_tolerance():
+    """The certificate accepts a balance within :func:`~jaxgrid.dispatch.dcopf.tolerance_mw`
+    of the demand, what the interior point's convergence accepts (it was 1e-3 MW plus
+    round-off, and float32 searches that settled within 0.02 MW at prices near the value
+    of lost load fell to the interior point): here a copper plate's price moved until
+    the balance is off by half of that."""
+    with x64():
+        network = tightened(network_from_matpower("case118"))
+        pd = 0.6 * np.asarray(network.pd_mw)  # no line binds
+        plate = copper_plate_dispatch(network, pd)
+
+        def started_at(shift):  # no round: the certificate where the search starts
+            start = plate.replace(lmp_energy=plate.lmp_energy + shift)
+            return binding_lines_search(network, pd, plate=start, rounds=0)[0]
+
+        slope = float(started_at(1e-3).primal_residual_mw) / 1e-3  # MW per currency/MWh
+        tolerance = float(tolerance_mw(np.sum(pd)))
+        result = started_at(0.5 * tolerance / slope)
+    assert bool(plate.converged)
+    assert 1.5e-3 < float(result.primal_residual_mw) <= tolerance
+    assert bool(result.converged)
