@@ -10,7 +10,8 @@ interior point's work, with a certificate of optimality. The interior point
 :func:`dcopf_with_fallback` therefore solves the copper plate for every problem, the
 binding lines where the copper plate's flows exceed a monitored rating, and the interior
 point only where neither is certified (load shed or output spilled behind a binding
-line, more binding lines than the search holds, a reserve price that the lines move),
+line, more binding lines than the search holds, a reserve held at exactly its
+requirement, whose price lies between 0 and the shortfall's),
 and where the interior point ends
 unconverged, the binding lines' Newton steps again, started from its prices and its
 binding lines (a polish, taken where it certifies the optimum), each through
