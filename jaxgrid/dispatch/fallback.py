@@ -47,10 +47,19 @@ do not certify, and an eighth since (:mod:`.binding_lines`, a later session:
 variant compiled ahead of time in one process, runs alternated, medians of 11-15
 per-round ratios). Those later rounds are a stage of their own, between the binding
 lines' first rounds and the interior point, gathered a sixty-fourth of the batch a
-round (:func:`later_capacity`; one problem at 64 environments, 4 at 256, 16 at 1024),
-where they had run inside each gathered round of the first: the same comparison, 1.07x
+round (one problem at 64 environments, 4 at 256, 16 at 1024; on a CPU now one a round,
+:func:`later_capacity`, below), where they had run inside each gathered round of the first: the same comparison, 1.07x
 at 64 environments, 1.09x at 256, 1.11x at 1024 (a sixteenth 1.05x and 1.00x at 64
-and 256, a thirty-second 1.09x, 1.05x and 1.04x; medians of 5-11).
+and 256, a thirty-second 1.09x, 1.05x and 1.04x; medians of 5-11). Once those rounds
+stopped where they certify (up to 12), a round of them runs in lockstep until its
+slowest problem certifies or has taken all 12, and the problems the search cannot
+certify (prices that diverge, slots full) take all 12: on a CPU one problem a round
+(:data:`CPU_LATER`) ran ``tso118-v0``'s step 1.12x at 1024 environments against a
+sixty-fourth (16; 4 and 2 a round 1.07x and 1.04x in another run) and 1.03x at 256
+(the same comparison, medians of 7-9; at 64 environments a sixty-fourth is one). With
+the stages cut in turn at 1024 environments (the same way, a day each): the copper
+plate and the rest of the step 12.3 ms a step, with the binding lines' first rounds
+27.4, with their later rounds (16 a round) 42.9, with the interior point the same.
 Measured on one day of ``tso118-v0``'s random-commitment problems (the dispatch alone,
 ``jax.vmap`` in a jitted scan, one process, median of 7), ms a step of 64 problems: the
 binding lines on the whole batch and the interior point 4 a round (before) 24.7, with
@@ -126,6 +135,7 @@ CPU_CAPACITY = 1  # problems the interior point takes per round on a CPU after t
 LINES_CAPACITY = 1 / 8  # share of a batch the binding lines take per round
 CPU_LINES_MOST = 64  # problems the binding lines take per round on a CPU, at most
 LATER_CAPACITY = 1 / 64  # share of a batch the binding lines' later rounds take per round
+CPU_LATER = 1  # problems the binding lines' later rounds take per round on a CPU
 
 
 def interior_capacity(binding_lines: bool) -> int | float:
@@ -147,10 +157,10 @@ def lines_capacity(n: int) -> int:
 
 def later_capacity(n: int) -> int:
     """The binding lines' later rounds' problems a round in a batch of ``n``:
-    :data:`LATER_CAPACITY` of it, at most :data:`CPU_LINES_MOST` on a CPU (the module
+    :data:`LATER_CAPACITY` of it, :data:`CPU_LATER` on a CPU (their rounds run in
+    lockstep until the slowest problem certifies or has taken them all: the module
     docstring)."""
-    share = round_size(LATER_CAPACITY, n)
-    return min(share, CPU_LINES_MOST) if jax.default_backend() == "cpu" else share
+    return CPU_LATER if jax.default_backend() == "cpu" else round_size(LATER_CAPACITY, n)
 
 
 @full_precision
