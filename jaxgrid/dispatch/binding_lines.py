@@ -189,7 +189,7 @@ class _Search(NamedTuple):
     fixed_flow: Array  # (L,) MW, the flows of the fixed injections
     fixed_total: Array  # () MW, the fixed injections' sum
     line_on: Array  # (L,) bool, in service with a finite rating
-    tol_mw: Array  # () MW, the certificate's tolerance on the lines and the reserve
+    tol_mw: Array  # () MW, the certificate's tolerance on the lines' flows
     balance_tol_mw: Array  # () MW, its tolerance on the sums of every output: the
     # balance and the reserve's shortfall (the interior point's, :func:`tolerance_mw`)
     reach: Array  # (R,) MW, each responder's injection across its range
