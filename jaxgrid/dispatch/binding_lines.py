@@ -162,6 +162,7 @@ from jaxgrid.dispatch.dcopf import (
     _problem_data,
     _result,
     network_ptdf,
+    solve_positional,
     static_sets,
     tolerance_mw,
 )
@@ -483,44 +484,48 @@ def _repriced(s: _Search, d, rho_from, rho_to) -> _Search:
     return s._replace(start=s.start + jnp.where(blocks, rho_to - rho_from, 0.0))
 
 
-def _reserve_switch(s: _Search, d, search: LinesSearch, shortfall_price):
-    """The reserve's price where ``search`` stands: where it has found the optimum at
-    its reserve price but that price is inconsistent (every term of the certificate
-    holds but the reserve's), 0 where it is positive and the reserve is held,
-    ``shortfall_price`` where it is below that and the reserve is short; else unchanged
-    (the reserve's active-set rule, as :func:`_round`'s for the lines; switched only at
-    a solution, so that the prices on the way to it do not switch it back and forth)."""
-    rho = search.reserve_price
-    _, solved, _, _, _, short = _certificate(s, d, search)
-    held = (rho > 0) & (short < -s.balance_tol_mw)
-    lacking = (rho < shortfall_price) & (short > s.balance_tol_mw)
+def _reserve_switch(rho, solved, short, tol_mw, shortfall_price, reserve):
+    """The reserve's price after a round that left it ``rho`` with the certificate's
+    terms ``solved`` and ``short`` (:func:`_certificate`): where the search has found the
+    optimum at that price but the price is inconsistent, 0 where it is positive and the
+    reserve is held (no shortfall beyond ``tol_mw``), ``shortfall_price`` where it is
+    below that and the reserve is short; else unchanged (the reserve's active-set rule,
+    as :func:`_round`'s for the lines; switched only at a solution, so that the prices
+    on the way to it do not switch it back and forth). ``reserve`` the requirement, MW."""
+    held = (rho > 0) & (short < -tol_mw)
+    lacking = (rho < shortfall_price) & (short > tol_mw)
     switched = jnp.where(held, 0.0, jnp.where(lacking, shortfall_price, rho))
-    return jnp.where(solved & (d.reserve > 0), switched, rho).astype(rho.dtype)
+    return jnp.where(solved & (reserve > 0), switched, rho).astype(rho.dtype)
 
 
 def _search_until_certified(
     s: _Search, d, search: LinesSearch, rounds: int, newton_steps: int, shortfall_price
-):
+) -> LinesSearch:
     """At most ``rounds`` of :func:`_round` from where ``search`` stands (``s`` priced at
-    its reserve price), stopping where its certificate (:func:`_certificate`) holds,
-    each round first switching an inconsistent reserve price
-    (:func:`_reserve_switch`): ``(p, pick, rho)``."""
+    its reserve price), stopping where its certificate (:func:`_certificate`, once a
+    round) holds, each round first switching an inconsistent reserve price
+    (:func:`_reserve_switch`): where the search then stands."""
     rho0 = search.reserve_price
 
+    def checked(taken, at: LinesSearch):
+        certified, solved, _, _, _, short = _certificate(
+            _repriced(s, d, rho0, at.reserve_price), d, at
+        )
+        return taken, at, certified, solved, short
+
     def unsure(carry):
-        taken, p, pick, rho = carry
-        at = LinesSearch(p, pick, rho)
-        return (taken < rounds) & ~_certificate(_repriced(s, d, rho0, rho), d, at)[0]
+        taken, _, certified, _, _ = carry
+        return (taken < rounds) & ~certified
 
     def one_round(carry):
-        taken, p, pick, rho = carry
+        taken, at, _, solved, short = carry
         rho = _reserve_switch(
-            _repriced(s, d, rho0, rho), d, LinesSearch(p, pick, rho), shortfall_price
+            at.reserve_price, solved, short, s.balance_tol_mw, shortfall_price, d.reserve
         )
-        return (taken + 1, *_round(_repriced(s, d, rho0, rho), (p, pick), newton_steps), rho)
+        p, pick = _round(_repriced(s, d, rho0, rho), (at.prices, at.pick), newton_steps)
+        return checked(taken + 1, LinesSearch(p, pick, rho))
 
-    start = (jnp.zeros((), jnp.int32), search.prices, search.pick, rho0)
-    return jax.lax.while_loop(unsure, one_round, start)[1:]
+    return jax.lax.while_loop(unsure, one_round, checked(jnp.zeros((), jnp.int32), search))[1]
 
 
 def _outcome(network: Network, d, params: DCOPFParams, s: _Search, search: LinesSearch):
@@ -612,14 +617,11 @@ def binding_lines_search(
     search = _start(s, d, plate, slots, rho) if search is None else search
     if continued:
         shortfall_price = jnp.asarray(params.reserve_shortfall_price, d.dtype)
-        p, pick, rho_end = _search_until_certified(
-            s, d, search, rounds, newton_steps, shortfall_price
-        )
-        s = _repriced(s, d, rho, rho_end)
-        rho = rho_end
+        search = _search_until_certified(s, d, search, rounds, newton_steps, shortfall_price)
+        s = _repriced(s, d, rho, search.reserve_price)
     else:
         p, pick = _search(s, (search.prices, search.pick), rounds, newton_steps)
-    search = LinesSearch(p, pick, rho)
+        search = LinesSearch(p, pick, rho)
     return _outcome(network, d, params, s, search), search
 
 
@@ -665,31 +667,24 @@ def binding_lines_dispatch(
     sets.update(newton_steps=newton_steps)
     problem = (pd_mw, cost_poly, commitment, rate_mva, reserve_mw, params, ptdf)
 
-    def searched(network, search, pd, poly, on, rate, reserve, params, ptdf, **kwargs):
-        return binding_lines_search(
-            network,
-            pd,
-            cost_poly=poly,
-            commitment=on,
-            rate_mva=rate,
-            reserve_mw=reserve,
-            params=params,
-            ptdf=ptdf,
-            search=search,
-            **sets,
-            **kwargs,
-        )
-
     first_rounds = min(first_rounds, rounds)
-    found, search = searched(network, None, *problem, plate=plate, rounds=first_rounds)
+    first = functools.partial(binding_lines_search, plate=plate, rounds=first_rounds)
+    found, search = solve_positional(first, sets, network, *problem)
     if rounds > first_rounds and len(monitored) > 0:
-        rest = functools.partial(searched, rounds=rounds - first_rounds)
+
+        def rest(search, *problem):
+            """The later rounds, from where ``search`` stands."""
+            later = rounds - first_rounds
+            return solve_positional(
+                functools.partial(binding_lines_search, search=search, rounds=later), sets, *problem
+            )
+
         found, _ = masked_apply(
             rest,
             ~found.converged,
             (found, search),
-            network,
             search,
+            network,
             *problem,
             capacity=CONTINUE_CAPACITY,
         )

@@ -312,6 +312,26 @@ def tolerance_mw(size_mw) -> Array:
     return 1e-3 + loose * size
 
 
+def solve_positional(
+    solver, sets, network, pd, poly, on, rate, reserve, params, ptdf
+) -> DispatchResult:
+    """``solver`` (a DC-OPF solver of :func:`dcopf`'s keywords) on a problem given as
+    positional arrays, the form :func:`~jaxgrid.masked.masked_apply` gathers and the
+    stages of :func:`~jaxgrid.dispatch.dcopf_with_fallback` pass on; ``sets`` its static
+    keywords (``monitored``, ``shed_at``, ``spill_at``, ...)."""
+    return solver(
+        network,
+        pd,
+        cost_poly=poly,
+        commitment=on,
+        rate_mva=rate,
+        reserve_mw=reserve,
+        params=params,
+        ptdf=ptdf,
+        **sets,
+    )
+
+
 def monitored_branches(network: Network, rate_mva=None) -> tuple[int, ...]:
     """Host-side: indices of the in-service branches with a finite rating (``rate_mva``
     ``(n_branch,)``, MVA, default the network's), the ``monitored`` argument of

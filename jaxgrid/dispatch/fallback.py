@@ -123,6 +123,7 @@ from jaxgrid.dispatch.dcopf import (
     DispatchResult,
     dcopf,
     network_ptdf,
+    solve_positional,
     static_sets,
 )
 from jaxgrid.grid.network import Network
@@ -218,8 +219,10 @@ def _stages(*args, sets, iterations, capacity, binding_lines) -> DispatchResult:
     :func:`~jaxgrid.masked.masked_apply` would compile its stages anew, and an eagerly
     stepped ``tso14-v0`` ran out of the JIT's memory within two days of steps."""
     sets = dict(sets)
-    plate = _solve(copper_plate_dispatch, sets, *args)  # every problem
-    interior = functools.partial(_solve, functools.partial(dcopf, iterations=iterations), sets)
+    plate = solve_positional(copper_plate_dispatch, sets, *args)  # every problem
+    interior = functools.partial(
+        solve_positional, functools.partial(dcopf, iterations=iterations), sets
+    )
     if not binding_lines:
         return masked_apply(interior, ~plate.converged, plate, *args, capacity=capacity)
     lines = functools.partial(_lines, sets)
@@ -254,26 +257,12 @@ def _stages(*args, sets, iterations, capacity, binding_lines) -> DispatchResult:
 
 def _lines(sets, start, *args) -> tuple[DispatchResult, LinesSearch]:
     """The binding lines' first rounds, started from the result ``start``."""
-    return _solve(functools.partial(binding_lines_search, plate=start), sets, *args)
+    return solve_positional(functools.partial(binding_lines_search, plate=start), sets, *args)
 
 
 def _continued(sets, search, *args) -> tuple[DispatchResult, LinesSearch]:
     """The binding lines' later rounds, from where ``search`` stands."""
     rounds = ROUNDS - FIRST_ROUNDS
-    return _solve(
+    return solve_positional(
         functools.partial(binding_lines_search, search=search, rounds=rounds), sets, *args
-    )
-
-
-def _solve(solver, sets, network, pd, poly, on, rate, reserve, params, ptdf) -> DispatchResult:
-    return solver(
-        network,
-        pd,
-        cost_poly=poly,
-        commitment=on,
-        rate_mva=rate,
-        reserve_mw=reserve,
-        params=params,
-        ptdf=ptdf,
-        **sets,
     )
