@@ -20,6 +20,7 @@ from jaxgrid.dispatch import (
     dcopf,
     dcopf_with_fallback,
 )
+from jaxgrid.dispatch.binding_lines import binding_lines_search
 from jaxgrid.grid import network_from_matpower
 
 RISE, VOLL = 0.01, 5000.0
@@ -102,6 +103,27 @@ def test_binding_lines_certify_a_shed_behind_a_binding_line_with_the_rise():
         ref = solve(network, pd, voll=VOLL, slack_price_rise=RISE)
         _same_split(result, ref, network, "binding lines")
         assert np.sum(np.asarray(result.line_at_limit)) == 1 and bool(result.infeasible)
+
+
+def test_first_rounds_certify_a_shed_behind_a_binding_line():
+    """The binding lines' first rounds search among the output blocks alone, and with
+    every responder only where the blocks' prices make a shed or spill responder answer.
+    Where load is shed behind a binding line (case30, one line tightened, load 10 %
+    above the units' capacity) the blocks alone have no root and their prices run off;
+    the first rounds' search with every responder then certifies HiGHS's optimum bus by
+    bus, as it did before the blocks' search (handed on to the later rounds instead, at
+    the start's prices, it did not certify within the first rounds)."""
+    params = DCOPFParams(voll=VOLL, slack_price_rise=RISE)
+    with x64():
+        network = tightened(network_from_matpower("case30"), n_lines=1, factor=0.9)
+        capacity = float(np.sum(network.pmax_mw))
+        pd = 1.1 * capacity / float(np.sum(network.pd_mw)) * np.asarray(network.pd_mw)
+        first, _ = binding_lines_search(network, pd, params=params)
+        first = jax.tree_util.tree_map(np.asarray, first)
+        ref = solve(network, pd, voll=VOLL, slack_price_rise=RISE)
+    assert bool(first.converged) and np.sum(first.shed_mw) > 1.0
+    _same_split(first, ref, network, "the binding lines' first rounds")
+    assert np.sum(first.line_at_limit) == 1
 
 
 def test_binding_lines_move_where_every_response_is_saturated():
