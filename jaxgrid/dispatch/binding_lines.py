@@ -73,7 +73,7 @@ time in one process with runs alternated: 1.12x, 1.10x and 1.11x the env-steps/s
 environments (medians of 9-15 per-round ratios), the same at 1 and 256 (1.00x, 1.01x);
 stopping the first rounds where they certify as well was slower (1.03x at 64).
 
-The first rounds search among the output blocks alone (:func:`_first_rounds`): the
+The first rounds search among the output blocks alone (``_first_rounds``): the
 shed and spill responders, three quarters of ``tso118-v0``'s 207, are 0 at every price
 in ``(-spill_price, voll)``, where most problems' prices stay, and each evaluation of
 the responses (the line search's 26 a direction) then costs a pass over its 54 blocks
