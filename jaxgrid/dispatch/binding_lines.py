@@ -727,17 +727,9 @@ def binding_lines_dispatch(
     problem = (pd_mw, cost_poly, commitment, rate_mva, reserve_mw, params, ptdf)
 
     first_rounds = min(first_rounds, rounds)
-    first = functools.partial(binding_lines_search, plate=plate, rounds=first_rounds)
-    found, search = solve_positional(first, sets, network, *problem)
+    found, search = positional_first_rounds(sets, plate, network, *problem, rounds=first_rounds)
     if rounds > first_rounds and len(monitored) > 0:
-
-        def rest(search, *problem):
-            """The later rounds, from where ``search`` stands."""
-            later = rounds - first_rounds
-            return solve_positional(
-                functools.partial(binding_lines_search, search=search, rounds=later), sets, *problem
-            )
-
+        rest = functools.partial(positional_later_rounds, sets, rounds=rounds - first_rounds)
         found, _ = masked_apply(
             rest,
             ~found.converged,
@@ -748,3 +740,23 @@ def binding_lines_dispatch(
             capacity=CONTINUE_CAPACITY,
         )
     return found
+
+
+def positional_first_rounds(
+    sets, start, *problem, rounds: int = FIRST_ROUNDS
+) -> tuple[DispatchResult, LinesSearch]:
+    """:func:`binding_lines_search`'s first ``rounds`` from the result ``start`` on a
+    problem given as positional arrays (:func:`~jaxgrid.dispatch.dcopf.solve_positional`'s
+    form, ``sets`` its static keywords), as :func:`~jaxgrid.masked.masked_apply` passes
+    it: the result and the search."""
+    first = functools.partial(binding_lines_search, plate=start, rounds=rounds)
+    return solve_positional(first, sets, *problem)
+
+
+def positional_later_rounds(
+    sets, search, *problem, rounds: int = ROUNDS - FIRST_ROUNDS
+) -> tuple[DispatchResult, LinesSearch]:
+    """At most ``rounds`` more of the search from where ``search`` stands, each problem
+    stopping once it certifies, on a problem in :func:`positional_first_rounds`' form."""
+    later = functools.partial(binding_lines_search, search=search, rounds=rounds)
+    return solve_positional(later, sets, *problem)

@@ -115,7 +115,11 @@ from collections.abc import Sequence
 import jax
 import jax.numpy as jnp
 
-from jaxgrid.dispatch.binding_lines import FIRST_ROUNDS, ROUNDS, LinesSearch, binding_lines_search
+from jaxgrid.dispatch.binding_lines import (
+    LinesSearch,
+    positional_first_rounds,
+    positional_later_rounds,
+)
 from jaxgrid.dispatch.copper_plate import copper_plate_dispatch
 from jaxgrid.dispatch.dcopf import (
     DEFAULT_ITERATIONS,
@@ -225,8 +229,8 @@ def _stages(*args, sets, iterations, capacity, binding_lines) -> DispatchResult:
     )
     if not binding_lines:
         return masked_apply(interior, ~plate.converged, plate, *args, capacity=capacity)
-    lines = functools.partial(_lines, sets)
-    rest = functools.partial(_continued, sets)
+    lines = functools.partial(positional_first_rounds, sets)
+    rest = functools.partial(positional_later_rounds, sets)
     idle = LinesSearch.empty(len(sets["monitored"]), dtype=plate.lmp.dtype)
 
     def stage(start, first):
@@ -253,16 +257,3 @@ def _stages(*args, sets, iterations, capacity, binding_lines) -> DispatchResult:
     # of one loop, so that the program holds the binding lines' search once
     result, _ = jax.lax.scan(stage, plate, jnp.asarray([True, False]))
     return result
-
-
-def _lines(sets, start, *args) -> tuple[DispatchResult, LinesSearch]:
-    """The binding lines' first rounds, started from the result ``start``."""
-    return solve_positional(functools.partial(binding_lines_search, plate=start), sets, *args)
-
-
-def _continued(sets, search, *args) -> tuple[DispatchResult, LinesSearch]:
-    """The binding lines' later rounds, from where ``search`` stands."""
-    rounds = ROUNDS - FIRST_ROUNDS
-    return solve_positional(
-        functools.partial(binding_lines_search, search=search, rounds=rounds), sets, *args
-    )
