@@ -1,6 +1,6 @@
 """jaxgrid's environments against PowerZooJax's on the same task, side by side in one run.
 
-    python benchmarks/powerzoojax_envs.py --powerzoojax PATH --task {dcmg,ders141,ieee123}
+    python benchmarks/powerzoojax_envs.py --powerzoojax PATH --task {dcmg,ders141,dso,ieee123}
         [--batches 1 64 256 1024] [--steps N] [--repeats 5] [--out FILE]
 
 ``PATH`` is a checkout of github.com/powerzoojax/PowerZooJax (its ``powerzoojax`` package
@@ -27,6 +27,13 @@ Tasks:
   (:class:`MarlAsGymnax`) stacks the agents' actions into the dict its ``step`` reads
   and passes its own observation and reward dicts through, so the peer's work is
   untouched.
+- ``dso``: ``dso33-v0`` (one operator, 6 flexible loads on case33bw, DistFlow) against
+  PowerZooJax's ``DistGridEnv`` with its DSO task's parameters (``tasks.dso.make_dso_params``:
+  the same six flexible loads on case33bw, its backward/forward sweep iterated to its
+  tolerance in a ``while_loop``, its auto-reset computed at every step), 48 half-hour
+  steps. The peer's Ausgrid load shapes are not in its repository's snapshot, so its
+  synthetic diurnal shapes stand in (the load changes the sweep's iterations, not its work
+  per iteration).
 - ``ieee123``: ``voltage123-v0`` (16 PV inverters) and ``voltage123-reg-v0`` (7 regulator
   agents), each env-step one port Z-bus power flow at its fixed 10 float32 iterations
   with OpenDSS's coupled impedance matrices, against PowerZooJax's ``DistGrid3PhaseEnv``
@@ -96,6 +103,13 @@ class Box:
         return jax.random.uniform(key, self.shape, minval=self.low, maxval=self.high)
 
 
+def _dso_peer():
+    from powerzoojax.envs.grid.dist import DistGridEnv
+    from powerzoojax.tasks.dso import make_dso_params
+
+    return DistGridEnv(), make_dso_params()
+
+
 def _ders141_peer():
     from powerzoojax.tasks.ders import make_ders_marl_env
 
@@ -107,6 +121,7 @@ def _ders141_peer():
 TASKS = {
     "dcmg": (("dcmg-v0",), ("PowerZooJax DCMG", _dcmg_peer), 288),
     "ders141": (("ders141-v0",), ("PowerZooJax DERs (IPPO env)", _ders141_peer), 48),
+    "dso": (("dso33-v0",), ("PowerZooJax DSO (DistGridEnv)", _dso_peer), 48),
     "ieee123": (
         ("voltage123-v0", "voltage123-reg-v0"),
         ("PowerZooJax DistGrid3PhaseEnv", _ieee123_peer),
