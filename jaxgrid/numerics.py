@@ -72,6 +72,25 @@ def sum_last_axis(x: Array) -> Array:
     return jnp.matmul(x, ones, precision=jax.lax.Precision.HIGHEST)
 
 
+def one_hot_take(values: Array, index: Array) -> Array:
+    """``values[..., index]``: the entries of the last axis of ``values`` ``(..., m)`` at
+    ``index`` ``(n,)``, as an exact product with the ``(m, n)`` one-hot matrix of
+    ``index`` (``HIGHEST`` precision; ``values`` finite, as validated params are: a
+    non-finite entry would spread to every column through ``0 * inf``).
+
+    The lookups of an environment's step (each bus's value of its load profile, each
+    agent's of its building profile) are gathers, which XLA's CPU backend runs element by
+    element and, under ``vmap``, wrote batch-minor, so that the auto-reset's ``lax.cond``
+    transposed them back on every step. Measured with the two compiled in one process and
+    their runs alternated on a 2-core CPU, the same numbers out: ``smartgrid-v0`` 1.65 ->
+    1.43 ms a step (2048 environments, one XLA device); at 1024 environments over two
+    devices (7-11 runs) ``jax.vmap(env.step)`` of ``dso33-v0`` 1.08x, ``evfleet33-v0``
+    1.05x, ``voltage13-v0`` 1.06x, ``ders141-v0`` and ``voltage33-v0`` 1.04x.
+    """
+    one_hot = index[None, :] == jnp.arange(values.shape[-1])[:, None]
+    return jnp.matmul(values, one_hot.astype(values.dtype), precision=jax.lax.Precision.HIGHEST)
+
+
 # Cephes' atanf (Moshier): atan(u) = u + u^3 P(u^2) on |u| <= tan(pi/8), relative error
 # below 2e-7 there
 _ATAN_COEFFICIENTS = (8.05374449538e-2, -1.38776856032e-1, 1.99777106478e-1, -3.33329491539e-1)

@@ -14,6 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
+from jaxgrid.numerics import one_hot_take
 from jaxgrid.types import Array, PRNGKey, float_dtype
 
 
@@ -76,6 +77,6 @@ def feeder_loads(profiles: Profiles, row, load_profile: Array, load_scale, feede
     series): each bus's base load times ``load_scale`` times the value of its profile
     column ``load_profile`` ``(n_bus,)``, in the default float precision."""
     row = row % profiles.load.shape[0]
-    scale = load_scale * profiles.load[row][load_profile]
+    scale = load_scale * one_hot_take(profiles.load[row], load_profile)
     dtype = float_dtype()
     return (scale * feeder.p_load_mw).astype(dtype), (scale * feeder.q_load_mvar).astype(dtype)

@@ -9,7 +9,6 @@ from conftest import full_only, jaxpr_equations
 import jaxgrid
 from jaxgrid.devices import prosumer
 from jaxgrid.envs.smartgrid import OBJECTIVES, OBSERVATION_FIELDS, make_smartgrid
-from jaxgrid.envs.smartgrid.generator import each_agent
 from jaxgrid.numerics import median, sort_last_axis
 from jaxgrid.rewards.equity import hoover, hoover_without_each
 from jaxgrid.testing import check_env
@@ -97,15 +96,6 @@ def test_leave_one_out_hoover_writes_no_n_by_n_table():
     jaxpr = jax.make_jaxpr(hoover_without_each)(jnp.ones((8, 26))).jaxpr
     shapes = {tuple(v.aval.shape) for e in jaxpr_equations(jaxpr) for v in e.outvars}
     assert (8, 26, 26) not in shapes and (8, 26) in shapes
-
-
-def test_each_agent_takes_its_profiles_value_without_a_gather():
-    per_profile = jax.random.uniform(KEY, (4, 3)) * 1e4  # (batch, profiles), Wh
-    agent_profile = jnp.array([0, 0, 2, 1, 2, 0])
-    ours = jax.vmap(each_agent, in_axes=(0, None))(per_profile, agent_profile)
-    np.testing.assert_array_equal(ours, np.asarray(per_profile)[:, np.asarray(agent_profile)])
-    jaxpr = jax.make_jaxpr(jax.vmap(each_agent, in_axes=(0, None)))(per_profile, agent_profile)
-    assert "gather" not in {e.primitive.name for e in jaxpr_equations(jaxpr.jaxpr)}
 
 
 @pytest.mark.parametrize("n", [1, 2, 3, 5, 26, 27, 100])

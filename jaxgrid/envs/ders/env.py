@@ -62,6 +62,7 @@ from jaxgrid.envs.ders.baselines import no_control, price_and_voltage_rules
 from jaxgrid.grid.feeder import Feeder
 from jaxgrid.grid.limits import branch_loading, voltage_violation_pu
 from jaxgrid.grid.solvers import hold_failed, solve_feeder
+from jaxgrid.numerics import one_hot_take
 from jaxgrid.rewards.abort import AbortConditions
 from jaxgrid.rewards.equity import hoover
 from jaxgrid.rewards.scalarise import Scalarisation
@@ -237,7 +238,7 @@ class DERs(Environment):
         p, q = feeder_loads(prof, row, params.load_profile, params.load_scale, params.feeder)
         row = row % prof.load.shape[0]
         dtype = p.dtype
-        pv = (params.pv_p_max_mw * prof.pv[row][params.pv_profile]).astype(dtype)
+        pv = (params.pv_p_max_mw * one_hot_take(prof.pv[row], params.pv_profile)).astype(dtype)
         household = prof.load[row, 0].astype(dtype)
         price = prof.price[row, params.price_column].astype(dtype)
         return p, q, pv, household, price

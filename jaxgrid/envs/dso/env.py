@@ -44,7 +44,7 @@ import numpy as np
 from flax import struct
 
 from jaxgrid import spaces
-from jaxgrid.data.profiles import Profiles, sample_start
+from jaxgrid.data.profiles import Profiles, feeder_loads, sample_start
 from jaxgrid.devices.flexload import FlexLoadParams, flexload_step
 from jaxgrid.env import Environment, Transition
 from jaxgrid.envs.dso.baselines import evening_shift, no_control
@@ -53,7 +53,7 @@ from jaxgrid.grid.limits import voltage_violation_pu
 from jaxgrid.grid.solvers import hold_failed, solve_feeder
 from jaxgrid.rewards.abort import AbortConditions
 from jaxgrid.rewards.scalarise import Scalarisation
-from jaxgrid.types import Array, float_dtype
+from jaxgrid.types import Array
 
 # the "mpc" baseline's horizon (steps), Adam iterations, step size and cost weight (reward
 # per pu outside the band), from benchmarks/mpc_baselines.py on held-out days
@@ -162,12 +162,9 @@ class DSO(Environment):
 
     def loads(self, row, params: DSOParams):
         """Bus loads (MW, Mvar) at profile row ``row``."""
-        prof = params.profiles.load
-        scale = params.load_scale * prof[row % prof.shape[0]][params.load_profile]
-        dtype = float_dtype()
-        return (scale * params.feeder.p_load_mw).astype(dtype), (
-            scale * params.feeder.q_load_mvar
-        ).astype(dtype)
+        return feeder_loads(
+            params.profiles, row, params.load_profile, params.load_scale, params.feeder
+        )
 
     forecast_names = ("load_mw",)
 

@@ -57,6 +57,7 @@ from jaxgrid.envs.gencos.market import clear_market
 from jaxgrid.envs.gencos.metrics import deviation_gains, market_outcome
 from jaxgrid.grid import network_from_matpower
 from jaxgrid.grid.network import Network
+from jaxgrid.numerics import one_hot_take
 from jaxgrid.rewards.scalarise import Scalarisation
 from jaxgrid.types import Array, float_dtype
 
@@ -195,7 +196,7 @@ class GenCos(Environment):
     def demand_mw(self, row, params: GenCosParams) -> Array:
         """``(n_bus,)`` bus loads of profile row ``row`` (wrapping around the year), MW."""
         load = params.profiles.load
-        profile = load[row % load.shape[0]][params.load_profile]
+        profile = one_hot_take(load[row % load.shape[0]], params.load_profile)
         share = params.base_share + (1.0 - params.base_share) * profile
         return (params.pd_mw * share).astype(float_dtype())
 

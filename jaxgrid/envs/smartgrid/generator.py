@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import jax
 import jax.numpy as jnp
 
 from jaxgrid.envs.smartgrid.types import RANDOM, REALISTIC, EnergyGenerator, SmartgridParams
 from jaxgrid.hashing import hash_bits, hash_randint
-from jaxgrid.types import Array
+from jaxgrid.numerics import one_hot_take
 
 POOL_STREAM = 0x706F6F6C  # counter that separates pool draws from productions
 
@@ -46,7 +45,7 @@ def productions(production_key, params: SmartgridParams, t, dtype):
     drawn = hash_randint(production_key, jnp.arange(n_profiles), hour, prof.production_high)
     explicit = prof.productions[jnp.arange(n_profiles), hour]
     per_profile = jnp.where(params.explicit_production, explicit, drawn.astype(explicit.dtype))
-    return each_agent(per_profile.astype(dtype), params.agent_profile)
+    return one_hot_take(per_profile.astype(dtype), params.agent_profile)
 
 
 def needs(params: SmartgridParams, t, dtype):
@@ -54,21 +53,4 @@ def needs(params: SmartgridParams, t, dtype):
     prof = params.profiles
     hour = t % prof.length
     per_profile = prof.needs[jnp.arange(prof.needs.shape[0]), hour]
-    return each_agent(per_profile.astype(dtype), params.agent_profile)
-
-
-def each_agent(per_profile: Array, agent_profile: Array) -> Array:
-    """``per_profile[agent_profile]`` ``(n,)``: each agent's value of its profile, as an
-    exact product with the ``(n_profiles, n)`` one-hot matrix of the agents' profiles
-    (``HIGHEST`` precision; ``per_profile`` finite).
-
-    Under ``jax.vmap`` XLA's CPU backend wrote the gather's ``(batch, n)`` result with the
-    batch axis minor, and the auto-reset's ``lax.cond`` then transposed the needs and
-    productions of the state back on every step: ``smartgrid-v0``'s step took 1.65 and
-    1.46 ms with the gather, 1.43 and 1.27 ms with the product (2048 environments, one
-    XLA device of a 2-core CPU, the two alternated in one process, two runs).
-    """
-    one_hot = agent_profile[None, :] == jnp.arange(per_profile.shape[-1])[:, None]
-    return jnp.matmul(
-        per_profile, one_hot.astype(per_profile.dtype), precision=jax.lax.Precision.HIGHEST
-    )
+    return one_hot_take(per_profile.astype(dtype), params.agent_profile)

@@ -55,6 +55,7 @@ from jaxgrid.envs.voltage.baselines import no_control, volt_var_droop
 from jaxgrid.envs.voltage.types import VoltageParams, VoltageState
 from jaxgrid.grid.limits import voltage_violation_pu
 from jaxgrid.grid.solvers import hold_failed, solve_feeder
+from jaxgrid.numerics import one_hot_take
 from jaxgrid.rewards.voltage_barrier import voltage_barrier
 
 # the "mpc" baseline's Adam iterations, step size and cost weight (reward per pu outside the band)
@@ -121,7 +122,9 @@ class VoltageControl(Environment):
             prof, row, params.load_profile, params.load_scale, params.feeder
         )
         row = row % prof.load.shape[0]
-        p_pv = (params.pv_p_max_mw * prof.pv[row][params.pv_profile]).astype(p_load.dtype)
+        p_pv = (params.pv_p_max_mw * one_hot_take(prof.pv[row], params.pv_profile)).astype(
+            p_load.dtype
+        )
         return p_load, q_load, p_pv
 
     forecast_names = ("load_mw", "pv_available_mw")

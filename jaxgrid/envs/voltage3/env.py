@@ -78,6 +78,7 @@ from jaxgrid.envs.voltage3.baselines import no_control, volt_var_droop3
 from jaxgrid.envs.voltage3.types import Voltage3Params, Voltage3State
 from jaxgrid.grid.limits import voltage_violation_pu
 from jaxgrid.grid.three_phase import port_power_flow
+from jaxgrid.numerics import one_hot_take
 from jaxgrid.rewards.voltage_barrier import voltage_barrier
 from jaxgrid.types import float_dtype
 
@@ -152,8 +153,10 @@ class Voltage3Control(Environment):
         prof = params.profiles
         row = row % prof.load.shape[0]
         dtype = float_dtype()
-        load_mult = (params.load_scale * prof.load[row][params.load_profile]).astype(dtype)
-        p_pv = (params.pv_p_max_kw * prof.pv[row][params.pv_profile]).astype(dtype)
+        load_mult = (params.load_scale * one_hot_take(prof.load[row], params.load_profile)).astype(
+            dtype
+        )
+        p_pv = (params.pv_p_max_kw * one_hot_take(prof.pv[row], params.pv_profile)).astype(dtype)
         return load_mult, p_pv
 
     def node_injection(self, per_inverter, params: Voltage3Params):
