@@ -399,7 +399,10 @@ def _first_rounds(s: _Search, n_blocks: int, start: LinesSearch, rounds: int, ne
     :data:`SLACK_CAPACITY` of the batch at a time (:func:`~jaxgrid.masked.masked_apply`)."""
     p, pick = _search(_blocks_only(s, n_blocks), (start.prices, start.pick), rounds, newton_steps)
     idle = _slack_idle(s, n_blocks, p, pick)
-    every = lambda s, p, pick: _search(s, (p, pick), rounds, newton_steps)  # noqa: E731
+
+    def every(s, p, pick):
+        return _search(s, (p, pick), rounds, newton_steps)
+
     p, pick = masked_apply(
         every, ~idle, (p, pick), s, start.prices, start.pick, capacity=SLACK_CAPACITY
     )
