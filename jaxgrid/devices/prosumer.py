@@ -80,10 +80,16 @@ def enact(state: ProsumerState, action: Array, capacity: Array) -> tuple[Prosume
 
 def richard_comfort(consumption: Array, need: Array, q, b, v, m) -> Array:
     """Comfort in [0, 1] from a generalised logistic (Richards) curve of ``consumption / need``:
-    ``1 / (1 + q exp(-b (x - m)))^(1 / v)``, evaluated as ``exp(-log1p(q exp(-b (x - m))) / v)``
-    (cheaper than a power on XLA's CPU backend, accurate for small ``q exp(..)``)."""
+    ``1 / (1 + q exp(-b (x - m)))^(1 / v)``, evaluated as ``exp(-log(1 + q exp(-b (x - m))) / v)``.
+
+    On XLA's CPU backend a power costs more than a ``log`` and an ``exp``, and ``log1p``
+    more than ``log`` (one ``(2048, 26)`` pass on a 2-core CPU: ``log`` 63 us, ``log1p``
+    115 us); ``log1p``'s accuracy for a small ``z = q exp(..)`` buys nothing here, as the
+    result ``1 - z / v`` is within float32's resolution of 1 either way (both forms within
+    1.6e-7 of float64). ``smartgrid-v0``'s step under ``jax.vmap`` (4096 environments over
+    two host devices, alternated in one process, median of 11): 1.04x with ``log``."""
     x = div_tiny(consumption, need)
-    return jnp.exp(-jnp.log1p(q * jnp.exp(-b * (x - m))) / v)
+    return jnp.exp(-jnp.log(1.0 + q * jnp.exp(-b * (x - m))) / v)
 
 
 def update(

@@ -1,5 +1,7 @@
 """smartgrid-v0 and variants: the contract, the model's rules, and the fixes to the peer."""
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -62,6 +64,21 @@ def test_comfort_curves_match_the_richards_formula():
     # no need and no consumption is a ratio of 0 (not NaN), consumption without need is full comfort
     assert float(prosumer.richard_comfort(jnp.float32(0), jnp.float32(0), 1, 10, 1, 0.5)) > 0
     assert float(prosumer.richard_comfort(jnp.float32(5), jnp.float32(0), 1, 10, 1, 0.5)) == 1.0
+
+
+def test_comfort_curve_is_a_log_and_exps_within_float32_resolution():
+    """The curve avoids ``log1p`` and powers (slow on XLA's CPU backend: see
+    ``richard_comfort``) and stays within float32's resolution of the float64 formula,
+    also where ``q exp(..)`` is far below float32's epsilon."""
+    x = np.linspace(0.0, 3.0, 3001)
+    for q, b, v, m in [(0.1, 20, 2, 0.5), (1, 10, 1, 0.5), (10, 16, 0.7, 0.5)]:
+        curve = functools.partial(prosumer.richard_comfort, q=q, b=b, v=v, m=m)
+        ours = np.asarray(curve(jnp.asarray(x, jnp.float32), jnp.ones(x.size, jnp.float32)))
+        expected = 1 / (1 + q * np.exp(-b * (x - m))) ** (1 / v)
+        np.testing.assert_allclose(ours, expected, rtol=0, atol=3e-7)
+        jaxpr = jax.make_jaxpr(curve)(jnp.ones(4), jnp.ones(4)).jaxpr
+        names = {e.primitive.name for e in jaxpr_equations(jaxpr)}
+        assert "log" in names and not names & {"log1p", "pow"}
 
 
 def test_equity_helpers_by_hand():
