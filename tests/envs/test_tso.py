@@ -179,6 +179,37 @@ def test_steps_without_a_binding_line_skip_the_interior_point(tso14):
         np.testing.assert_allclose(np.asarray(ri.pg_mw), ref["pg_mw"], atol=0.05)
 
 
+def test_case14_dispatch_leaves_out_the_binding_lines_with_the_same_result():
+    """``tso14-v0`` dispatches without the binding lines' search (its interior point is
+    cheap: ``make_tso``'s ``binding_lines``): a day of random actions gives the rewards of
+    the search, the problems the copper plate leaves open solved by the interior point
+    instead (within its tolerance), none failing."""
+    rollouts = {}
+    for binding_lines in (False, True):
+        env, params = jaxgrid.make("tso14-v0", binding_lines=binding_lines)
+        n, steps = 16, env.horizon
+        space = env.action_space(params)
+        draws = jax.random.split(jax.random.PRNGKey(1), steps * n).reshape(steps, n, -1)
+        actions = jax.vmap(jax.vmap(space.sample))(draws)
+        keys = jax.random.split(KEY, steps * n).reshape(steps, n, -1)
+        _, state = jax.vmap(env.reset, (0, None))(jax.random.split(KEY, n), params)
+
+        def day(state, env=env, params=params, actions=actions, keys=keys):
+            def step(state, xs):
+                out = jax.vmap(env.step, (0, 0, 0, None))(xs[1], state, xs[0], params)
+                info = out[5]
+                return out[1], (out[2], info["dispatch_iterations"], info["power_flow_failed"])
+
+            return jax.lax.scan(step, state, (actions, keys))[1]
+
+        rollouts[binding_lines] = [np.asarray(x) for x in jax.jit(day)(state)]
+    (reward, iterations, failed), (searched, search_iterations, _) = rollouts[False], rollouts[True]
+    assert jaxgrid.make("tso14-v0")[0].binding_lines is False
+    assert np.any(iterations > 0) and not np.any(search_iterations > 0)
+    assert not np.any(failed)
+    np.testing.assert_allclose(reward, searched, rtol=1e-4, atol=1e-2)
+
+
 def test_the_shed_split_rule_is_validated(tso14):
     """The rise that splits the shed uniquely is on by default and validated as a param."""
     env, params = tso14

@@ -14,8 +14,9 @@ ramp) refuse what a unit cannot do, and each unit's output stays in its ramp win
 
 **Transition.** The committed units are dispatched by the DC-OPF
 (:func:`jaxgrid.dispatch.dcopf_with_fallback`: exact on a copper plate where no
-monitored line binds, by the binding lines' prices where a few do, the interior point
-for the rest) for the step's net load (:mod:`.net_load`) within their
+monitored line binds, by the binding lines' prices where a few do (``binding_lines``;
+off for case14, whose interior point is cheap), the interior point for the rest) for the
+step's net load (:mod:`.net_load`) within their
 ramp windows, the branch ratings and a reserve requirement of ``reserve_margin`` times
 the net load (headroom within the ramp window); load that cannot be served is shed at
 the value of lost load, output that cannot be absorbed is spilled, reserve not held is
@@ -132,6 +133,8 @@ class TSO(Environment):
         forecast: ``H``, future steps of net load observed.
         monitored: static branch indices whose ratings the DC-OPF enforces.
         iterations: static interior point iterations of the DC-OPF.
+        binding_lines: whether the DC-OPF searches the binding lines before its interior
+            point (:func:`~jaxgrid.dispatch.dcopf_with_fallback`).
         name: the registered name.
     """
 
@@ -163,12 +166,14 @@ class TSO(Environment):
         monitored: tuple[int, ...],
         iterations: int,
         name: str,
+        binding_lines: bool = True,
     ):
         self.network = network
         self.horizon = int(horizon)
         self.forecast = int(forecast)
         self.monitored = tuple(monitored)
         self.iterations = int(iterations)
+        self.binding_lines = bool(binding_lines)
         share = np.asarray(default_params.load_share)
         self.shed_at = tuple(int(b) for b in np.flatnonzero(share > 0))
         # output may be spilled where units are, and at buses whose negative load (an
@@ -326,7 +331,14 @@ class TSO(Environment):
         """``(commitment, net, result)``: :meth:`dispatch_problem`'s commitment and net
         load, and the :class:`~jaxgrid.dispatch.DispatchResult` of its DC-OPF."""
         c, net, network, pd_mw, options = self.dispatch_problem(state, request, adjust, params)
-        return c, net, dcopf_with_fallback(network, pd_mw, iterations=self.iterations, **options)
+        result = dcopf_with_fallback(
+            network,
+            pd_mw,
+            iterations=self.iterations,
+            binding_lines=self.binding_lines,
+            **options,
+        )
+        return c, net, result
 
     def transition(self, key, state: TSOState, action, params: TSOParams) -> Transition:
         u, d = params.units, params.dispatch
