@@ -17,10 +17,9 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import time
 import warnings
 
-from timing import add_row, emit_table, under_goal
+from timing import add_row, ahead_of_time, emit_table, under_goal
 
 GOAL_S = 5.0
 
@@ -37,11 +36,7 @@ def measure(name: str, batch: int) -> dict:
     row = {"name": name, "agents": env.num_agents}
 
     def timed(label, fn, *args):
-        t0 = time.perf_counter()
-        lowered = jax.jit(fn).trace(*args).lower()
-        t1 = time.perf_counter()
-        compiled = lowered.compile()
-        row[f"{label}_trace"], row[f"{label}_compile"] = t1 - t0, time.perf_counter() - t1
+        row[f"{label}_trace"], row[f"{label}_compile"], compiled = ahead_of_time(fn, *args)
         return compiled
 
     reset = jax.vmap(env.reset, in_axes=(0, None))

@@ -25,6 +25,18 @@ def median_time(fn, args, repeats: int, min_time: float = 1.0):
     return float(np.median(times)), first_s, out
 
 
+def ahead_of_time(fn, *args):
+    """``(trace s, compile s, compiled)``: ``jax.jit(fn)`` traced and lowered, then
+    compiled, ahead of time at ``args`` (arrays or ``jax.ShapeDtypeStruct``s; nothing runs)."""
+    import jax
+
+    t0 = time.perf_counter()
+    lowered = jax.jit(fn).trace(*args).lower()
+    t1 = time.perf_counter()
+    compiled = lowered.compile()
+    return t1 - t0, time.perf_counter() - t1, compiled
+
+
 def under_goal(seconds: float, goal_s: float) -> str:
     """A table cell: whether ``seconds`` is under ``goal_s``, with the seconds."""
     return f"{'yes' if seconds < goal_s else 'no'} ({seconds:.1f})"

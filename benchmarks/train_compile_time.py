@@ -31,10 +31,9 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 import warnings
 
-from timing import add_row, emit_table, under_goal
+from timing import add_row, ahead_of_time, emit_table, under_goal
 
 GOAL_S = 5.0
 # (algorithm, environment): the trainers and the environments of the training table
@@ -51,7 +50,7 @@ CASES = (
 )
 
 
-def _update_timed(algo: str, env_name: str):
+def _updateahead_of_time(algo: str, env_name: str):
     """``(trace s, compile s, compiled, settings, env, params)`` of ``algo``'s update on
     ``env_name`` with the tuned settings."""
     import jax
@@ -64,18 +63,7 @@ def _update_timed(algo: str, env_name: str):
     env, params = jaxgrid.make(env_name, **config.env_kwargs)
     fns = ALGOS[algo].make_train(settings, env, params)
     runner = jax.eval_shape(fns.init, jax.random.PRNGKey(0), params)
-    return (*_timed(fns.update_step, runner, params), settings, env, params)
-
-
-def _timed(fn, *args):
-    """``(trace s, compile s, compiled)`` of ``jax.jit(fn)`` at ``args``."""
-    import jax
-
-    t0 = time.perf_counter()
-    lowered = jax.jit(fn).trace(*args).lower()
-    t1 = time.perf_counter()
-    compiled = lowered.compile()
-    return t1 - t0, time.perf_counter() - t1, compiled
+    return (*ahead_of_time(fns.update_step, runner, params), settings, env, params)
 
 
 def measure(algo: str, env_name: str) -> dict:
@@ -83,7 +71,7 @@ def measure(algo: str, env_name: str) -> dict:
     import jax
 
     jax.clear_caches()
-    trace_s, compile_s, compiled, settings, env, params = _update_timed(algo, env_name)
+    trace_s, compile_s, compiled, settings, env, params = _updateahead_of_time(algo, env_name)
     row = {
         "algo": algo,
         "env": env_name,
@@ -99,7 +87,7 @@ def measure(algo: str, env_name: str) -> dict:
     _, state = jax.eval_shape(jax.vmap(env.reset, in_axes=(0, None)), keys, params)
     action = jax.eval_shape(jax.vmap(env.action_space(params).sample), keys)
     step = jax.vmap(env.step, in_axes=(0, 0, 0, None))
-    step_trace, step_compile, _ = _timed(step, keys, state, action, params)
+    step_trace, step_compile, _ = ahead_of_time(step, keys, state, action, params)
     row["env_step"] = step_trace + step_compile
     return row
 
@@ -119,7 +107,7 @@ def _child(case: str) -> int:
     from jaxgrid.cli import use_compilation_cache
 
     use_compilation_cache()
-    trace_s, compile_s, *_ = _update_timed(*case.split(":", 1))
+    trace_s, compile_s, *_ = _updateahead_of_time(*case.split(":", 1))
     print(json.dumps({"trace": trace_s, "compile": compile_s}))
     return 0
 

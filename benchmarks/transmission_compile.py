@@ -31,7 +31,7 @@ import sys
 import time
 import warnings
 
-from timing import add_row, emit_table
+from timing import add_row, ahead_of_time, emit_table
 
 BATCH = 1024
 RUN_ENVS, RUN_STEPS, RUN_REPEATS = 64, 24, 5
@@ -56,14 +56,8 @@ def without_binding_lines(env):
 
 def compiled(fn, *args) -> dict:
     """Trace and compile seconds and fusions of ``jax.jit(fn)`` at ``args``."""
-    import jax
-
-    t0 = time.perf_counter()
-    lowered = jax.jit(fn).trace(*args).lower()
-    t1 = time.perf_counter()
-    program = lowered.compile()
-    t2 = time.perf_counter()
-    return {"trace": t1 - t0, "compile": t2 - t1, "fusions": program.as_text().count(" fusion(")}
+    trace_s, compile_s, program = ahead_of_time(fn, *args)
+    return {"trace": trace_s, "compile": compile_s, "fusions": program.as_text().count(" fusion(")}
 
 
 def run_ms(env, params) -> tuple[float, float]:
