@@ -84,8 +84,9 @@ def make_tso(
         binding_lines: whether the DC-OPF searches the lines that bind before the
             interior point (:func:`~jaxgrid.dispatch.dcopf_with_fallback`). Off for case14,
             whose interior point is cheap: there the search cost more than it saved
-            (``tso14-v0`` stepped 1.14-1.47x faster without it at 1-256 environments and
-            compiled in half the time; ``benchmarks/transmission_compile.py``).
+            (``tso14-v0`` stepped 1.14-1.82x faster without it at 1-1024 environments,
+            random actions and the merit order, and compiled in about half the time:
+            ``benchmarks/transmission_compile.py``).
         power_flow_penalty: reward lost per step an episode loses to a failed dispatch.
         _kind: the environment class (:class:`TSO`, or :class:`TSOContinuous` for the
             variants with a Box action).
