@@ -107,13 +107,12 @@ def test_judgments_match_the_package_on_threshold_situations(judgment):
                     comfort=jnp.asarray(s["comfort"]),
                     payoff=jnp.asarray(s["payoff"]),
                 ),
-                enacted=jnp.asarray(s["enacted"]).T,
                 available_energy=jnp.asarray(s["pool"]),
                 production_key=jnp.zeros(2, jnp.uint32),
                 ratio_max=ratio_max,
                 measures=jnp.zeros(8),
             )
-            ours, _, ratio_max = evaluate(state, params)
+            ours, _, ratio_max = evaluate(state, jnp.asarray(s["enacted"]).T, params)
             np.testing.assert_allclose(np.asarray(ours), theirs, atol=1e-12, rtol=0)
             checked += n
     assert checked >= 1000

@@ -6,8 +6,12 @@ comfort curve.
 
 **State.** Per building: battery content and its value before the last action, need,
 production, comfort, payoff in [-10000, 10000] (:mod:`jaxgrid.devices.prosumer`); the
-last enacted actions, the hour, the energy pool of the hour, the key of the episode's
-productions and the running maximum of the ``ratio`` judgment.
+hour, the energy pool of the hour, the key of the episode's productions, the running
+maximum of the ``ratio`` judgment and the global measures. The enacted actions are the
+step's (``info["enacted_action"]``), not the state's: the next step does not read them,
+and carrying them cost ``smartgrid-v0``'s step 11 % (4096 environments over two host
+devices, alternated in one process, median of 11: 2.84 against 2.53 ms a step; XLA
+wrote them in another layout and copied them on every step).
 
 **Action.** ``(n, 6)`` Wh in ``[0, action_limit]``: grid_consumption,
 storage_consumption, store_energy, give_energy, buy_energy, sell_energy, enacted in
@@ -130,13 +134,12 @@ class SmartGrid(Environment):
         state = SmartgridState(
             time=t,
             buildings=buildings,
-            enacted=enacted,
             available_energy=self._pool(k_energy, buildings, t, params),
             production_key=k_production,
             ratio_max=jnp.zeros((), dtype),
             measures=jnp.zeros(len(GLOBAL_FIELDS), dtype),
         )
-        state = state.replace(measures=global_observation(state, params))
+        state = state.replace(measures=global_observation(state, enacted, params))
         return self.observe(state, params), state
 
     def transition(self, key, state: SmartgridState, action, params: SmartgridParams) -> Transition:
@@ -147,12 +150,11 @@ class SmartGrid(Environment):
         new_state = state.replace(
             time=t,
             buildings=buildings,
-            enacted=enacted,
             available_energy=self._pool(key, buildings, t, params),
         )
-        reward_vector, mask, ratio_max = self.evaluate_objectives(new_state, params)
+        reward_vector, mask, ratio_max = self.evaluate_objectives(new_state, enacted, params)
         new_state = new_state.replace(
-            ratio_max=ratio_max, measures=global_observation(new_state, params)
+            ratio_max=ratio_max, measures=global_observation(new_state, enacted, params)
         )
         n = self.num_agents
         return Transition(
@@ -188,10 +190,11 @@ class SmartGrid(Environment):
             key, params.generator, jnp.sum(buildings.need), t, params.max_need.astype(dtype), dtype
         )
 
-    def evaluate_objectives(self, state: SmartgridState, params: SmartgridParams):
-        """Objective values of a post-step ``state``: reward vector ``(n, n_obj)``, activity
-        mask ``(n, n_obj)`` and the updated ``ratio`` maximum."""
-        judged = Judged(state, params)
+    def evaluate_objectives(self, state: SmartgridState, enacted, params: SmartgridParams):
+        """Objective values of a post-step ``state`` and the step's ``enacted`` actions
+        ``(6, n)``: reward vector ``(n, n_obj)``, activity mask ``(n, n_obj)`` and the
+        updated ``ratio`` maximum."""
+        judged = Judged(state, enacted, params)
         sched = params.schedule
         t = state.time
         mask = ((sched.start <= t) & (t < sched.end))[:, None] & sched.agents  # (n_obj, n)
@@ -200,7 +203,7 @@ class SmartGrid(Environment):
         columns = {}
         arguments = [o for o in self.objective_names if o in JUDGES]
         if arguments:
-            s = situation(state, params)
+            s = situation(state, enacted, params)
             counts = {o: JUDGES[o][0].counts(s) for o in arguments}
             # the ratio judgment divides by the running maximum of p + c over its calls,
             # made agent by agent, objective by objective (EthicalSmartGrid's call order)

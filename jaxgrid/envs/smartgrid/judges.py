@@ -47,10 +47,10 @@ class Situation(NamedTuple):
     delta_store: Array
 
 
-def situation(state: SmartgridState, params: SmartgridParams) -> Situation:
+def situation(state: SmartgridState, enacted: Array, params: SmartgridParams) -> Situation:
     """The situation after a step: new need, new production, battery after production,
-    new energy pool; enacted actions of the step."""
-    b, e = state.buildings, state.enacted
+    new energy pool; the step's ``enacted`` actions ``(6, n)``."""
+    b, e = state.buildings, enacted
     n = b.comfort.shape[0]
     dtype = b.comfort.dtype
     return Situation(

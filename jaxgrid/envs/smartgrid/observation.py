@@ -41,8 +41,9 @@ def local_observation(state: SmartgridState, params: SmartgridParams) -> Array:
     )
 
 
-def global_observation(state: SmartgridState, params: SmartgridParams) -> Array:
-    """``(8,)``: the measures of :data:`GLOBAL_FIELDS`, each in [0, 1].
+def global_observation(state: SmartgridState, enacted: Array, params: SmartgridParams) -> Array:
+    """``(8,)``: the measures of :data:`GLOBAL_FIELDS` of a post-step ``state`` and the
+    step's ``enacted`` actions ``(6, n)`` (Wh, component-major), each in [0, 1].
 
     - hour: ``(t % 24) / 24``;
     - available_energy: the pool mapped from the generator's bounds to [0, 1];
@@ -54,7 +55,7 @@ def global_observation(state: SmartgridState, params: SmartgridParams) -> Array:
     - well_being: the median comfort;
     - over_consumption: energy taken beyond the pool and the gifts, over the energy taken.
     """
-    e = state.enacted
+    e = enacted
     comfort = state.buildings.comfort
     dtype = comfort.dtype
     sum_taken = jnp.sum(e[GRID] + e[STORE])

@@ -147,13 +147,15 @@ class SmartGridOnFeeder(Environment):
 
     def reset_env(self, key, params: FeederParams):
         _, society = self.society.reset_env(key, params.society)
-        flow = hold_failed(self.power_flow(society.enacted, params), 1.0)
+        idle = jnp.zeros((6, self.num_agents), society.buildings.storage.dtype)
+        flow = hold_failed(self.power_flow(idle, params), 1.0)
         state = FeederState(society=society, vm_pu=flow.vm_pu)
         return self.observe(state, params), state
 
     def transition(self, key, state: FeederState, action, params: FeederParams) -> Transition:
         inner = self.society.transition(key, state.society, action, params.society)
-        flow = hold_failed(self.power_flow(inner.state.enacted, params), state.vm_pu)
+        enacted = inner.info["enacted_action"].T  # (6, n)
+        flow = hold_failed(self.power_flow(enacted, params), state.vm_pu)
         violation = jnp.sum(voltage_violation_pu(flow.vm_pu, params.v_lower, params.v_upper))
         overload = jnp.sum(jnp.maximum(branch_loading(params.feeder, flow) - 1.0, 0.0))
         new_state = FeederState(society=inner.state, vm_pu=flow.vm_pu)

@@ -34,17 +34,19 @@ from jaxgrid.devices.prosumer import GIVE, GRID, STORE
 from jaxgrid.envs.smartgrid.types import SmartgridParams, SmartgridState
 from jaxgrid.numerics import div_tiny, interp_unit
 from jaxgrid.rewards.equity import hoover, hoover_without_each
+from jaxgrid.types import Array
 
 
 class Judged:
-    """What the reward functions look at after a step; each quantity computed once."""
+    """What the reward functions look at after a step (the post-step ``state`` and the
+    step's ``enacted`` actions ``(6, n)``); each quantity computed once."""
 
-    def __init__(self, state: SmartgridState, params: SmartgridParams):
+    def __init__(self, state: SmartgridState, enacted: Array, params: SmartgridParams):
         self.state = state
         self.params = params
         self.t = state.time
         self.comfort = state.buildings.comfort
-        e = state.enacted
+        e = enacted
         self.taken = e[GRID] + e[STORE]
         self.sum_taken = jnp.sum(self.taken)
         self.sum_given = jnp.sum(e[GIVE])

@@ -115,7 +115,6 @@ class SmartgridState:
     """Attributes:
     time: ``()`` int32 hours since the episode started (EthicalSmartGrid's ``current_step``).
     buildings: each agent's battery, need, production, comfort and payoff.
-    enacted: ``(6, n)`` the actions as enacted in the last step, Wh, component-major.
     available_energy: ``()`` the energy pool of the current hour, Wh.
     production_key: key from which this episode's productions are drawn.
     ratio_max: ``()`` running maximum of the ``ratio`` judgment.
@@ -126,7 +125,6 @@ class SmartgridState:
 
     time: Array
     buildings: ProsumerState
-    enacted: Array
     available_energy: Array
     production_key: Array
     ratio_max: Array
