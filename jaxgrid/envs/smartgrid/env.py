@@ -67,7 +67,7 @@ from jaxgrid.envs.smartgrid.rewards import NUMERIC_OBJECTIVES, Judged
 from jaxgrid.envs.smartgrid.types import SmartgridParams, SmartgridState
 from jaxgrid.numerics import transpose_once
 from jaxgrid.rewards.argumentation import J_RATIO, judgment
-from jaxgrid.types import float_dtype
+from jaxgrid.types import Array, float_dtype
 
 OBJECTIVES = tuple(NUMERIC_OBJECTIVES) + tuple(JUDGES)
 
@@ -190,7 +190,7 @@ class SmartGrid(Environment):
             key, params.generator, jnp.sum(buildings.need), t, params.max_need.astype(dtype), dtype
         )
 
-    def evaluate_objectives(self, state: SmartgridState, enacted, params: SmartgridParams):
+    def evaluate_objectives(self, state: SmartgridState, enacted: Array, params: SmartgridParams):
         """Objective values of a post-step ``state`` and the step's ``enacted`` actions
         ``(6, n)``: reward vector ``(n, n_obj)``, activity mask ``(n, n_obj)`` and the
         updated ``ratio`` maximum."""
