@@ -50,7 +50,7 @@ CASES = (
 )
 
 
-def _updateahead_of_time(algo: str, env_name: str):
+def _update_ahead_of_time(algo: str, env_name: str):
     """``(trace s, compile s, compiled, settings, env, params)`` of ``algo``'s update on
     ``env_name`` with the tuned settings."""
     import jax
@@ -71,7 +71,7 @@ def measure(algo: str, env_name: str) -> dict:
     import jax
 
     jax.clear_caches()
-    trace_s, compile_s, compiled, settings, env, params = _updateahead_of_time(algo, env_name)
+    trace_s, compile_s, compiled, settings, env, params = _update_ahead_of_time(algo, env_name)
     row = {
         "algo": algo,
         "env": env_name,
@@ -107,7 +107,7 @@ def _child(case: str) -> int:
     from jaxgrid.cli import use_compilation_cache
 
     use_compilation_cache()
-    trace_s, compile_s, *_ = _updateahead_of_time(*case.split(":", 1))
+    trace_s, compile_s, *_ = _update_ahead_of_time(*case.split(":", 1))
     print(json.dumps({"trace": trace_s, "compile": compile_s}))
     return 0
 
