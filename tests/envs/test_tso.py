@@ -18,7 +18,7 @@ import jaxgrid
 from jaxgrid.envs.tso import commit, day_oracle
 from jaxgrid.envs.tso.fleet import UnitParams
 from jaxgrid.envs.tso.oracle import unit_commitment_milp
-from jaxgrid.envs.tso.ratings import SCREENED
+from jaxgrid.envs.tso.ratings import SCREENED, angle_ratings
 from jaxgrid.validation import ParamsError, validate_params
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "dispatch"))
@@ -630,10 +630,11 @@ SCREEN_IN_FLOAT64 = """
 import json, sys
 import jax
 jax.config.update("jax_enable_x64", True)
-from jaxgrid.envs.tso.ratings import angle_ratings, screen_branches
+from jaxgrid.envs.tso.ratings import angle_ratings, case_max_angle_deg, screen_branches
 from jaxgrid.grid import network_from_matpower
 network = network_from_matpower(sys.argv[1])
-print(json.dumps(screen_branches(network, angle_ratings(network))))
+rate = angle_ratings(network, case_max_angle_deg(sys.argv[1]))
+print(json.dumps(screen_branches(network, rate)))
 """
 
 
@@ -647,6 +648,43 @@ def test_stored_screenings_are_those_screen_branches_finds_in_float64(case):
     assert tuple(json.loads(out.stdout.splitlines()[-1])) == SCREENED[case]
     env, _ = jaxgrid.make({"case14": "tso14-v0", "case118": "tso118-v0"}.get(case, "tso300-v0"))
     assert env.monitored == SCREENED[case]
+
+
+def every_unit_on_shed_mw(env, params, rate_mva, load_level: float) -> float:
+    """MW that HiGHS's DC-OPF sheds with every unit of ``params``' fleet on over its
+    whole range, the case's loads at ``load_level`` of its peak, the scenario's reserve,
+    and every branch rated at ``rate_mva`` (not only the monitored)."""
+    u = params.units
+    network = env.network.replace(
+        pmin_mw=np.asarray(u.pmin_mw, float),
+        pmax_mw=np.asarray(u.pmax_mw, float),
+        rate_mva=np.asarray(rate_mva, float),
+    )
+    load = load_level * float(params.peak_demand_mw)
+    solved = highs_dcopf(
+        network,
+        np.asarray(params.load_share, float) * load,
+        cost_poly=np.asarray(u.cost_poly, float),
+        reserve_mw=float(params.reserve_margin) * load,
+        voll=float(params.dispatch.voll),
+        spill_price=float(params.dispatch.spill_price),
+        reserve_shortfall_price=float(params.dispatch.reserve_shortfall_price),
+    )
+    assert solved["status"] == "Optimal", solved["status"]
+    return float(np.sum(solved["shed_mw"]))
+
+
+@pytest.mark.parametrize("name", ["tso14-v0", "tso118-v0", "tso300-v0"])
+def test_every_unit_on_serves_110_percent_of_the_peak_at_the_assumed_ratings(name):
+    """The assumed ratings leave each network able to serve its load: with every unit on,
+    HiGHS sheds nothing at 110 % of the peak demand with the 5 % reserve held, every
+    branch enforced. case300 at 10° (the default angle) could not: it shed load from 90 %
+    of its peak, which is why it is rated at 20° (``jaxgrid.envs.tso.ratings``)."""
+    env, params = jaxgrid.make(name)
+    assert every_unit_on_shed_mw(env, params, params.rate_mva, 1.1) < 1e-3
+    if name == "tso300-v0":
+        at_10_deg = angle_ratings(env.network, 10.0)
+        assert every_unit_on_shed_mw(env, params, at_10_deg, 0.9) > 100.0
 
 
 def tso300_dispatch():

@@ -18,7 +18,12 @@ from jaxgrid.envs.tso.env import TSO, TSOParams, TSOState
 from jaxgrid.envs.tso.fleet import UnitParams, fleet_by_class
 from jaxgrid.envs.tso.net_load import NetLoad, net_load
 from jaxgrid.envs.tso.oracle import DaySchedule, day_oracle, unit_commitment_milp
-from jaxgrid.envs.tso.ratings import SCREENED, angle_ratings, screen_branches
+from jaxgrid.envs.tso.ratings import (
+    SCREENED,
+    angle_ratings,
+    case_max_angle_deg,
+    screen_branches,
+)
 from jaxgrid.grid import network_from_matpower
 from jaxgrid.registry import register, register_variant
 from jaxgrid.rewards.scalarise import Scalarisation
@@ -26,13 +31,14 @@ from jaxgrid.types import at_default_precision
 
 
 @functools.cache
-def _screened(case: str, x64: bool) -> tuple[int, ...]:
-    """The monitored branches of ``case``: stored for the bundled cases, else screened
+def _screened(case: str, max_angle_deg: float, x64: bool) -> tuple[int, ...]:
+    """The monitored branches of ``case`` rated at ``max_angle_deg``: stored for the
+    bundled cases at their angle, else screened
     (:func:`~jaxgrid.envs.tso.ratings.screen_branches`) at the current precision."""
-    if case in SCREENED:
+    if case in SCREENED and max_angle_deg == case_max_angle_deg(case):
         return SCREENED[case]
     network = network_from_matpower(case)
-    return screen_branches(network, angle_ratings(network))
+    return screen_branches(network, angle_ratings(network, max_angle_deg))
 
 
 def make_tso(
@@ -51,6 +57,7 @@ def make_tso(
     iterations: int = 30,
     binding_lines: bool = True,
     power_flow_penalty: float = 1_000.0,
+    max_angle_deg: float | None = None,
     name: str = "tso118-v0",
     _kind: type = TSO,
 ):
@@ -88,6 +95,10 @@ def make_tso(
             random actions and the merit order, and compiled in about half the time:
             ``benchmarks/transmission_compile.py``).
         power_flow_penalty: reward lost per step an episode loses to a failed dispatch.
+        max_angle_deg: the angle difference, degrees, at which unrated branches are
+            rated (:func:`~jaxgrid.envs.tso.ratings.angle_ratings`); default the case's
+            (:func:`~jaxgrid.envs.tso.ratings.case_max_angle_deg`: 15 for case300, whose
+            network cannot serve its load at 10, else 10).
         _kind: the environment class (:class:`TSO`, or :class:`TSOContinuous` for the
             variants with a Box action).
     """
@@ -100,7 +111,9 @@ def make_tso(
     wind, pv = profiles.wind.mean(axis=1), profiles.pv.mean(axis=1)
     peak = pd.sum()
     mean_demand = peak * (demand_floor + (1 - demand_floor) * shape.mean())
-    rate = angle_ratings(network)
+    if max_angle_deg is None:
+        max_angle_deg = case_max_angle_deg(case)
+    rate = angle_ratings(network, max_angle_deg)
     params = TSOParams(
         profiles=profiles.replace(load=shape[:, None], wind=wind[:, None], pv=pv[:, None]),
         units=fleet_by_class(network, dt_h),
@@ -128,7 +141,7 @@ def make_tso(
         params,
         horizon=steps_per_day,
         forecast=forecast,
-        monitored=_screened(case, bool(jax.config.jax_enable_x64)),
+        monitored=_screened(case, float(max_angle_deg), bool(jax.config.jax_enable_x64)),
         iterations=iterations,
         binding_lines=binding_lines,
         name=name,
@@ -163,6 +176,7 @@ __all__ = [
     "merit_order",
     "merit_order_lookahead",
     "net_load",
+    "case_max_angle_deg",
     "screen_branches",
     "unit_commitment_milp",
 ]
