@@ -97,7 +97,7 @@ def make_tso(
         power_flow_penalty: reward lost per step an episode loses to a failed dispatch.
         max_angle_deg: the angle difference, degrees, at which unrated branches are
             rated (:func:`~jaxgrid.envs.tso.ratings.angle_ratings`); default the case's
-            (:func:`~jaxgrid.envs.tso.ratings.case_max_angle_deg`: 15 for case300, whose
+            (:func:`~jaxgrid.envs.tso.ratings.case_max_angle_deg`: 20 for case300, whose
             network cannot serve its load at 10, else 10).
         _kind: the environment class (:class:`TSO`, or :class:`TSOContinuous` for the
             variants with a Box action).
@@ -169,6 +169,7 @@ __all__ = [
     "UnitParams",
     "all_on",
     "angle_ratings",
+    "case_max_angle_deg",
     "commit",
     "day_oracle",
     "fleet_by_class",
@@ -176,7 +177,6 @@ __all__ = [
     "merit_order",
     "merit_order_lookahead",
     "net_load",
-    "case_max_angle_deg",
     "screen_branches",
     "unit_commitment_milp",
 ]
