@@ -18,7 +18,7 @@ import jaxgrid
 from jaxgrid.envs.tso import commit, day_oracle
 from jaxgrid.envs.tso.fleet import UnitParams
 from jaxgrid.envs.tso.oracle import unit_commitment_milp
-from jaxgrid.envs.tso.ratings import SCREENED, angle_ratings
+from jaxgrid.envs.tso.ratings import SCREENED, angle_ratings, screen_branches
 from jaxgrid.validation import ParamsError, validate_params
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "dispatch"))
@@ -648,6 +648,18 @@ def test_stored_screenings_are_those_screen_branches_finds_in_float64(case):
     assert tuple(json.loads(out.stdout.splitlines()[-1])) == SCREENED[case]
     env, _ = jaxgrid.make({"case14": "tso14-v0", "case118": "tso118-v0"}.get(case, "tso300-v0"))
     assert env.monitored == SCREENED[case]
+
+
+def test_make_rates_and_screens_at_the_angle_it_is_given():
+    """``max_angle_deg`` rates the unrated branches at that angle and monitors what the
+    screening finds at those ratings, not the stored list of the case's own angle."""
+    env, params = jaxgrid.make("tso14-v0", max_angle_deg=20.0)
+    default, default_params = jaxgrid.make("tso14-v0")
+    network = default.network
+    np.testing.assert_allclose(params.rate_mva, angle_ratings(network, 20.0), rtol=1e-6)
+    np.testing.assert_allclose(default_params.rate_mva, angle_ratings(network, 10.0), rtol=1e-6)
+    assert env.monitored == screen_branches(network, angle_ratings(network, 20.0))
+    assert default.monitored == SCREENED["case14"] != env.monitored
 
 
 def every_unit_on_shed_mw(env, params, rate_mva, load_level: float) -> float:
