@@ -163,31 +163,29 @@ def distflow_newton(
         dl_slope, dl_0 = -(c1 * ell + c3) * inv, (c1 * m - c3 * h) * inv
         alpha, beta = r_ * dl_slope + a_p * dv_slope, e_p + r_ * dl_0 + a_p * dv_0
         gamma, eta = x_ * dl_slope - a_q * dv_slope, e_q + x_ * dl_0 - a_q * dv_0
-        up = jnp.stack([alpha, beta, gamma, eta]) @ below_up.T  # into the parents' level
-        coefficients = jnp.stack([dv_slope, dv_0, dl_slope, dl_0, alpha, beta, gamma, eta])
+        up = tuple(c @ below_up.T for c in (alpha, beta, gamma, eta))  # into the parents' level
+        coefficients = (dv_slope, dv_0, dl_slope, dl_0, alpha, beta, gamma, eta)
         return (up, jnp.minimum(min_pivot, jnp.min(pivot))), coefficients
 
     def substitute(dv_up, level):
         """One level of the substitution from the slack: ``dv_i`` then ``dv_j``."""
-        below_up, slope_and_offset = level
+        below_up, slope, offset = level
         dv_from = dv_up @ below_up
-        return slope_and_offset[0] * dv_from + slope_and_offset[1], dv_from
+        return slope * dv_from + offset, dv_from
 
     below_up = jnp.concatenate([jnp.zeros((1, width, width), dtype), below])
-    constants = jnp.stack([r, x, z2, g, b, real.astype(dtype)], axis=1)  # (depth, 6, width)
+    constants = (r, x, z2, g, b, real.astype(dtype))  # each (depth, width)
 
     def newton(carry, _):
         P, Q, ell, v_to, _ = carry
         f_p, f_q, f_v, f_l, v_from = residuals(P, Q, ell, v_to)
-        state = jnp.stack([-f_p, -f_q, -f_v, -f_l, P, Q, ell, v_from], axis=1)
-        start = (jnp.zeros((4, width), dtype), jnp.ones((), dtype))
+        state = (-f_p, -f_q, -f_v, -f_l, P, Q, ell, v_from)
+        start = ((jnp.zeros(width, dtype),) * 4, jnp.ones((), dtype))
         (_, min_pivot), coefficients = jax.lax.scan(
             eliminate, start, (state, constants, below_up), reverse=True
         )
-        _, dv_from = jax.lax.scan(
-            substitute, jnp.zeros(width, dtype), (below_up, coefficients[:, :2])
-        )
-        dv_slope, dv_0, dl_slope, dl_0, alpha, beta, gamma, eta = jnp.moveaxis(coefficients, 1, 0)
+        dv_slope, dv_0, dl_slope, dl_0, alpha, beta, gamma, eta = coefficients
+        _, dv_from = jax.lax.scan(substitute, jnp.zeros(width, dtype), (below_up, dv_slope, dv_0))
         step = (
             alpha * dv_from + beta,
             gamma * dv_from + eta,
@@ -229,8 +227,13 @@ def distflow_newton(
     )
 
     f_p, f_q, f_v, f_l, _ = residuals(P, Q, ell, v_to)
-    per_unit = jnp.stack([f_p / base, f_q / base, f_v, f_l / base**2])
-    mismatch = jnp.max(jnp.where(real, jnp.abs(per_unit), 0.0))
+    mismatch = functools.reduce(
+        jnp.maximum,
+        (
+            jnp.max(jnp.where(real, jnp.abs(f), 0.0))
+            for f in (f_p / base, f_q / base, f_v, f_l / base**2)
+        ),
+    )
 
     # back to the feeder's branch and bus order
     slot = (
