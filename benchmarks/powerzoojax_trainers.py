@@ -101,9 +101,16 @@ class _Intercepted(Exception):
         self.state = state
 
 
-def _closure(fn) -> dict:
-    """``fn``'s free variables, by name, as their cells."""
-    return dict(zip(fn.__code__.co_freevars, fn.__closure__ or ()))
+def _cell(fn, name: str):
+    """The cell of ``fn``'s free variable ``name`` (where the peer's ``train_fn`` keeps its
+    update or algorithm)."""
+    cells = dict(zip(fn.__code__.co_freevars, fn.__closure__ or ()))
+    if name not in cells:
+        raise RuntimeError(
+            f"PowerZooJax's {fn.__qualname__} no longer closes over {name!r} (it closes over "
+            f"{sorted(cells)}): this script takes the peer's update from there"
+        )
+    return cells[name]
 
 
 def peer_ippo_ders():
@@ -116,7 +123,7 @@ def peer_ippo_ders():
 
     env, _ = make_ders_marl_env(voltage_penalty=4.0)
     train_fn = make_ippo_typed_train(env, TrainConfig(**PEER_CONFIGS["ders141"]))
-    cell = _closure(train_fn)["train_step"]
+    cell = _cell(train_fn, "train_step")
     update = cell.cell_contents
 
     def intercept(state):
@@ -144,7 +151,7 @@ def peer_ppo_dso():
 
     env = LogWrapper(DistGridEnv(), make_dso_params())
     train_fn = make_rejax_train(env, TrainConfig(**PEER_CONFIGS["dso"]))
-    algo = _closure(train_fn)["algo"].cell_contents
+    algo = _cell(train_fn, "algo").cell_contents
     return algo.train_iteration, (algo.init_state(jax.random.PRNGKey(0)),)
 
 
