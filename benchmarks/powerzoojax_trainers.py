@@ -48,7 +48,7 @@ import time
 import warnings
 from pathlib import Path
 
-from timing import ahead_of_time
+from timing import ahead_of_time, emit_table
 
 NUM_ENVS, NUM_STEPS, EPOCHS, HIDDEN = 128, 48, 4, (128, 128)
 # jaxgrid's trainers at PowerZooJax's batch, epochs and widths
@@ -60,16 +60,15 @@ POWERZOOJAX = dict(
     distribution="gaussian",
 )
 # PowerZooJax's settings (its benchmarks/{ders,dso}/configs/train_*.yaml), evaluation off
+_PEER_SHARED = dict(
+    num_envs=NUM_ENVS, n_steps=NUM_STEPS, hidden_dims=HIDDEN, gamma=0.995, gae_lambda=0.95
+)
 PEER_CONFIGS = {
     "ders141": dict(
+        _PEER_SHARED,
         algo="ippo_typed",
         total_timesteps=10_000_000,
-        num_envs=NUM_ENVS,
-        n_steps=NUM_STEPS,
         n_epochs=EPOCHS,
-        hidden_dims=HIDDEN,
-        gamma=0.995,
-        gae_lambda=0.95,
         learning_rate=1e-4,
         clip_eps=0.2,
         ent_coef=0.02,
@@ -78,13 +77,9 @@ PEER_CONFIGS = {
         eval_freq=0,
     ),
     "dso": dict(
+        _PEER_SHARED,
         algo="ppo",
         total_timesteps=3_000_000,
-        num_envs=NUM_ENVS,
-        n_steps=NUM_STEPS,
-        hidden_dims=HIDDEN,
-        gamma=0.995,
-        gae_lambda=0.95,
         learning_rate=3e-4,
         eval_episodes=8,
         record_eval_wall_time=False,
@@ -225,8 +220,8 @@ def measure(path: str, task: str, rounds: int) -> list[dict]:
     return rows
 
 
-def table(rows: list[dict], rounds: int) -> str:
-    """The markdown table of :func:`measure`'s rows."""
+def table(rows: list[dict], rounds: int) -> list[str]:
+    """The markdown table of :func:`measure`'s rows, as lines."""
     import jax
 
     peer = rows[-1]
@@ -248,7 +243,7 @@ def table(rows: list[dict], rounds: int) -> str:
             f"| {row['update_s']:.3f} | {NUM_ENVS * NUM_STEPS / row['update_s']:.3g} "
             f"| {ratio:.2f} |"
         )
-    return "\n".join(lines)
+    return lines
 
 
 def main(argv=None) -> int:
@@ -256,14 +251,11 @@ def main(argv=None) -> int:
     parser.add_argument("--powerzoojax", required=True, help="PowerZooJax checkout")
     parser.add_argument("--task", required=True, choices=sorted(TASKS))
     parser.add_argument("--rounds", type=int, default=7, help="alternated timed rounds")
-    parser.add_argument("--out", type=Path)
+    parser.add_argument("--out", help="also write the table to this markdown file")
     args = parser.parse_args(argv)
     warnings.simplefilter("ignore")
     rows = measure(str(Path(args.powerzoojax).resolve()), args.task, args.rounds)
-    text = table(rows, args.rounds)
-    print(text)
-    if args.out:
-        args.out.write_text(text + "\n")
+    emit_table(table(rows, args.rounds), args.out)
     return 0
 
 
