@@ -210,6 +210,40 @@ def test_case14_dispatch_leaves_out_the_binding_lines_with_the_same_result():
     np.testing.assert_allclose(reward, searched, rtol=1e-4, atol=1e-2)
 
 
+def test_case14_interior_point_takes_four_problems_a_round_with_the_same_result():
+    """``tso14-v0``'s interior point takes at most 4 problems a round on a CPU
+    (``make_tso``'s ``interior_most``: its step compiles faster) where a sixty-fourth of
+    the batch would be 8 here; the day's rewards are those of the uncapped rounds."""
+    from jaxgrid.dispatch.fallback import CAPACITY, capped_capacity
+    from jaxgrid.masked import round_size
+
+    n, steps = 512, 12
+    assert jaxgrid.make("tso14-v0")[0].interior_most == 4
+    assert jaxgrid.make("tso14-continuous-v0")[0].interior_most == 4
+    if jax.default_backend() == "cpu":
+        assert (capped_capacity(4)(n), round_size(CAPACITY, n)) == (4, 8)
+    rollouts = {}
+    for most in (4, None):
+        env, params = jaxgrid.make("tso14-v0", interior_most=most)
+        space = env.action_space(params)
+        draws = jax.random.split(jax.random.PRNGKey(2), steps * n).reshape(steps, n, -1)
+        actions = jax.vmap(jax.vmap(space.sample))(draws)
+        keys = jax.random.split(KEY, steps * n).reshape(steps, n, -1)
+        _, state = jax.vmap(env.reset, (0, None))(jax.random.split(KEY, n), params)
+
+        def day(state, env=env, params=params, actions=actions, keys=keys):
+            def step(state, xs):
+                out = jax.vmap(env.step, (0, 0, 0, None))(xs[1], state, xs[0], params)
+                return out[1], (out[2], out[5]["dispatch_iterations"])
+
+            return jax.lax.scan(step, state, (actions, keys))[1]
+
+        rollouts[most] = [np.asarray(x) for x in jax.jit(day)(state)]
+    (capped, iterations), (uncapped, _) = rollouts[4], rollouts[None]
+    assert np.sum(iterations > 0) > 8  # more problems reached the interior point than a round holds
+    np.testing.assert_allclose(capped, uncapped, rtol=1e-5, atol=1e-3)
+
+
 def test_the_shed_split_rule_is_validated(tso14):
     """The rise that splits the shed uniquely is on by default and validated as a param."""
     env, params = tso14

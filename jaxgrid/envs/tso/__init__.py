@@ -58,6 +58,7 @@ def make_tso(
     binding_lines: bool = True,
     power_flow_penalty: float = 1_000.0,
     max_angle_deg: float | None = None,
+    interior_most: int | None = None,
     name: str = "tso118-v0",
     _kind: type = TSO,
 ):
@@ -99,6 +100,11 @@ def make_tso(
             rated (:func:`~jaxgrid.envs.tso.ratings.angle_ratings`); default the case's
             (:func:`~jaxgrid.envs.tso.ratings.case_max_angle_deg`: 20 for case300, whose
             network cannot serve its load at 10, else 10).
+        interior_most: on a CPU, the most problems of a batch the DC-OPF's interior point
+            takes a round (:func:`~jaxgrid.dispatch.fallback.capped_capacity`); ``None``
+            (the default) a sixty-fourth of the batch. 4 for case14, where 1.2 % of the
+            problems reach it: its step compiled a sixth faster at 1024 environments,
+            stepping at 0.99x there and 0.93-0.95x at 4096.
         _kind: the environment class (:class:`TSO`, or :class:`TSOContinuous` for the
             variants with a Box action).
     """
@@ -144,6 +150,7 @@ def make_tso(
         monitored=_screened(case, float(max_angle_deg), bool(jax.config.jax_enable_x64)),
         iterations=iterations,
         binding_lines=binding_lines,
+        interior_most=interior_most,
         name=name,
     )
     return env, params
@@ -151,9 +158,14 @@ def make_tso(
 
 register("tso118-v0", make_tso)
 register_variant("tso118-continuous-v0", make_tso, _kind=TSOContinuous)
-register_variant("tso14-v0", make_tso, case="case14", binding_lines=False)
+register_variant("tso14-v0", make_tso, case="case14", binding_lines=False, interior_most=4)
 register_variant(
-    "tso14-continuous-v0", make_tso, case="case14", binding_lines=False, _kind=TSOContinuous
+    "tso14-continuous-v0",
+    make_tso,
+    case="case14",
+    binding_lines=False,
+    interior_most=4,
+    _kind=TSOContinuous,
 )
 register_variant("tso300-v0", make_tso, case="case300")
 register_variant("tso300-continuous-v0", make_tso, case="case300", _kind=TSOContinuous)

@@ -62,6 +62,7 @@ from jaxgrid import spaces
 from jaxgrid.data.profiles import Profiles, sample_start
 from jaxgrid.dispatch import DCOPFParams, dcopf_with_fallback
 from jaxgrid.dispatch.dcopf import tolerance_mw
+from jaxgrid.dispatch.fallback import capped_capacity
 from jaxgrid.env import POWER_FLOW, Environment, Transition
 from jaxgrid.envs.tso.commitment import commit, next_time_in_state
 from jaxgrid.envs.tso.fleet import UnitParams
@@ -136,6 +137,9 @@ class TSO(Environment):
         binding_lines: whether the DC-OPF searches the binding lines before its interior
             point (:func:`~jaxgrid.dispatch.dcopf_with_fallback`).
         name: the registered name.
+        interior_most: on a CPU, the most problems of a batch the interior point takes
+            a round (:func:`~jaxgrid.dispatch.fallback.capped_capacity`); ``None``, the
+            default share of the batch.
     """
 
     agents = ("operator",)
@@ -167,6 +171,7 @@ class TSO(Environment):
         iterations: int,
         name: str,
         binding_lines: bool = True,
+        interior_most: int | None = None,
     ):
         self.network = network
         self.horizon = int(horizon)
@@ -174,6 +179,7 @@ class TSO(Environment):
         self.monitored = tuple(monitored)
         self.iterations = int(iterations)
         self.binding_lines = bool(binding_lines)
+        self.interior_most = None if interior_most is None else int(interior_most)
         share = np.asarray(default_params.load_share)
         self.shed_at = tuple(int(b) for b in np.flatnonzero(share > 0))
         # output may be spilled where units are, and at buses whose negative load (an
@@ -336,6 +342,7 @@ class TSO(Environment):
             pd_mw,
             iterations=self.iterations,
             binding_lines=self.binding_lines,
+            capacity=None if self.interior_most is None else capped_capacity(self.interior_most),
             **options,
         )
         return c, net, result
