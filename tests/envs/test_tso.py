@@ -179,6 +179,27 @@ def test_steps_without_a_binding_line_skip_the_interior_point(tso14):
         np.testing.assert_allclose(np.asarray(ri.pg_mw), ref["pg_mw"], atol=0.05)
 
 
+def _random_steps(env, params, n: int, steps: int, seed: int):
+    """``(reward, dispatch iterations, power flow failed)``, each ``(steps, n)``: ``n``
+    environments stepped by ``jax.vmap(env.step)`` from their reset on uniform random
+    actions drawn from ``seed``."""
+    space = env.action_space(params)
+    draws = jax.random.split(jax.random.PRNGKey(seed), steps * n).reshape(steps, n, -1)
+    actions = jax.vmap(jax.vmap(space.sample))(draws)
+    keys = jax.random.split(KEY, steps * n).reshape(steps, n, -1)
+    _, state = jax.vmap(env.reset, (0, None))(jax.random.split(KEY, n), params)
+
+    def day(state):
+        def step(state, xs):
+            out = jax.vmap(env.step, (0, 0, 0, None))(xs[1], state, xs[0], params)
+            info = out[5]
+            return out[1], (out[2], info["dispatch_iterations"], info["power_flow_failed"])
+
+        return jax.lax.scan(step, state, (actions, keys))[1]
+
+    return [np.asarray(x) for x in jax.jit(day)(state)]
+
+
 def test_case14_dispatch_leaves_out_the_binding_lines_with_the_same_result():
     """``tso14-v0`` dispatches without the binding lines' search (its interior point is
     cheap: ``make_tso``'s ``binding_lines``): a day of random actions gives the rewards of
@@ -187,22 +208,7 @@ def test_case14_dispatch_leaves_out_the_binding_lines_with_the_same_result():
     rollouts = {}
     for binding_lines in (False, True):
         env, params = jaxgrid.make("tso14-v0", binding_lines=binding_lines)
-        n, steps = 16, env.horizon
-        space = env.action_space(params)
-        draws = jax.random.split(jax.random.PRNGKey(1), steps * n).reshape(steps, n, -1)
-        actions = jax.vmap(jax.vmap(space.sample))(draws)
-        keys = jax.random.split(KEY, steps * n).reshape(steps, n, -1)
-        _, state = jax.vmap(env.reset, (0, None))(jax.random.split(KEY, n), params)
-
-        def day(state, env=env, params=params, actions=actions, keys=keys):
-            def step(state, xs):
-                out = jax.vmap(env.step, (0, 0, 0, None))(xs[1], state, xs[0], params)
-                info = out[5]
-                return out[1], (out[2], info["dispatch_iterations"], info["power_flow_failed"])
-
-            return jax.lax.scan(step, state, (actions, keys))[1]
-
-        rollouts[binding_lines] = [np.asarray(x) for x in jax.jit(day)(state)]
+        rollouts[binding_lines] = _random_steps(env, params, 16, env.horizon, seed=1)
     (reward, iterations, failed), (searched, search_iterations, _) = rollouts[False], rollouts[True]
     assert jaxgrid.make("tso14-v0")[0].binding_lines is False
     assert np.any(iterations > 0) and not np.any(search_iterations > 0)
@@ -217,7 +223,7 @@ def test_case14_interior_point_takes_four_problems_a_round_with_the_same_result(
     from jaxgrid.dispatch.fallback import CAPACITY, capped_capacity
     from jaxgrid.masked import round_size
 
-    n, steps = 512, 12
+    n = 512
     assert jaxgrid.make("tso14-v0")[0].interior_most == 4
     assert jaxgrid.make("tso14-continuous-v0")[0].interior_most == 4
     if jax.default_backend() == "cpu":
@@ -225,22 +231,10 @@ def test_case14_interior_point_takes_four_problems_a_round_with_the_same_result(
     rollouts = {}
     for most in (4, None):
         env, params = jaxgrid.make("tso14-v0", interior_most=most)
-        space = env.action_space(params)
-        draws = jax.random.split(jax.random.PRNGKey(2), steps * n).reshape(steps, n, -1)
-        actions = jax.vmap(jax.vmap(space.sample))(draws)
-        keys = jax.random.split(KEY, steps * n).reshape(steps, n, -1)
-        _, state = jax.vmap(env.reset, (0, None))(jax.random.split(KEY, n), params)
-
-        def day(state, env=env, params=params, actions=actions, keys=keys):
-            def step(state, xs):
-                out = jax.vmap(env.step, (0, 0, 0, None))(xs[1], state, xs[0], params)
-                return out[1], (out[2], out[5]["dispatch_iterations"])
-
-            return jax.lax.scan(step, state, (actions, keys))[1]
-
-        rollouts[most] = [np.asarray(x) for x in jax.jit(day)(state)]
-    (capped, iterations), (uncapped, _) = rollouts[4], rollouts[None]
+        rollouts[most] = _random_steps(env, params, n, 12, seed=2)
+    (capped, iterations, failed), (uncapped, _, _) = rollouts[4], rollouts[None]
     assert np.sum(iterations > 0) > 8  # more problems reached the interior point than a round holds
+    assert not np.any(failed)
     np.testing.assert_allclose(capped, uncapped, rtol=1e-5, atol=1e-3)
 
 
