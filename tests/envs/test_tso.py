@@ -226,6 +226,8 @@ def test_case14_interior_point_takes_four_problems_a_round_with_the_same_result(
     n = 512
     assert jaxgrid.make("tso14-v0")[0].interior_most == 4
     assert jaxgrid.make("tso14-continuous-v0")[0].interior_most == 4
+    with pytest.raises(ValueError, match="interior_most"):
+        jaxgrid.make("tso14-v0", interior_most=0)
     if jax.default_backend() == "cpu":
         assert (capped_capacity(4)(n), round_size(CAPACITY, n)) == (4, 8)
     rollouts = {}

@@ -179,6 +179,11 @@ class TSO(Environment):
         self.monitored = tuple(monitored)
         self.iterations = int(iterations)
         self.binding_lines = bool(binding_lines)
+        if interior_most is not None and int(interior_most) < 1:
+            raise ValueError(
+                f"interior_most (the interior point's problems a round) must be at least 1, "
+                f"got {interior_most}"
+            )
         self.interior_most = None if interior_most is None else int(interior_most)
         share = np.asarray(default_params.load_share)
         self.shed_at = tuple(int(b) for b in np.flatnonzero(share > 0))
