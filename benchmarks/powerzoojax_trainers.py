@@ -6,8 +6,8 @@
 ``PATH`` is a checkout of github.com/powerzoojax/PowerZooJax (its ``powerzoojax`` package
 is imported from there). Each task runs the peer's trainer with the settings of its own
 benchmark config beside jaxgrid's at the same batch, epochs, minibatches and widths
-(:data:`POWERZOOJAX`: 128 environments x 48 steps, 4 epochs, 128-128 networks, Gaussian
-actions):
+(``train_throughput.POWERZOOJAX``: 128 environments x 48 steps, 4 epochs, 128-128
+networks, Gaussian actions):
 
 - ``ders141``: PowerZooJax's typed IPPO (``rl.ippo.make_ippo_typed_train``: one
   ``SharedActorCritic`` per device type, full-batch updates) on its DERs task as its IPPO
@@ -49,16 +49,11 @@ import warnings
 from pathlib import Path
 
 from timing import ahead_of_time, emit_table
+from train_throughput import POWERZOOJAX
 
-NUM_ENVS, NUM_STEPS, EPOCHS, HIDDEN = 128, 48, 4, (128, 128)
-# jaxgrid's trainers at PowerZooJax's batch, epochs and widths
-POWERZOOJAX = dict(
-    num_envs=NUM_ENVS,
-    num_steps=NUM_STEPS,
-    update_epochs=EPOCHS,
-    hidden=HIDDEN,
-    distribution="gaussian",
-)
+# jaxgrid's trainers at PowerZooJax's batch, epochs and widths (the training table's)
+NUM_ENVS, NUM_STEPS = POWERZOOJAX["num_envs"], POWERZOOJAX["num_steps"]
+EPOCHS, HIDDEN = POWERZOOJAX["update_epochs"], POWERZOOJAX["hidden"]
 # PowerZooJax's settings (its benchmarks/{ders,dso}/configs/train_*.yaml), evaluation off
 _PEER_SHARED = dict(
     num_envs=NUM_ENVS, n_steps=NUM_STEPS, hidden_dims=HIDDEN, gamma=0.995, gae_lambda=0.95
@@ -152,7 +147,7 @@ def peer_ppo_dso():
 
 def jaxgrid_update(algo: str, env_name: str, **fields):
     """``(update_step, (runner, params))`` of jaxgrid's ``algo`` on ``env_name`` at
-    :data:`POWERZOOJAX` and ``fields``."""
+    ``POWERZOOJAX`` and ``fields``."""
     import jax
 
     import jaxgrid
