@@ -1,7 +1,7 @@
 """Compile time of every trainer's update, as ``jaxgrid train`` compiles it.
 
     python benchmarks/train_compile_time.py [--cases ALGO:ENV ...] [--repeats N] [--warm]
-        [--out FILE]
+        [--learner] [--out FILE]
 
 For each case (an algorithm on an environment, with its tuned settings from
 :mod:`jaxgrid.train.defaults`), ``jax.jit(fns.update_step)`` (one update: the rollout
@@ -20,6 +20,12 @@ compilation cache set up as the ``jaxgrid`` command sets it up
 (:func:`jaxgrid.cli.use_compilation_cache`, ``XDG_CACHE_HOME`` pointed at a temporary
 folder): the first compiles and writes the update, the second's trace and compile (a
 read of the cache) is what every later ``jaxgrid train`` of the same case waits.
+
+With ``--learner`` the update is also compiled with the environment's physics taken
+out (:func:`without_physics`: its transition and reset replaced by stand-ins that return
+arrays of the same shapes and compute nothing): what the learner alone (the rollout's
+policy, the advantages, the gradient steps, the optimiser, the wrappers' bookkeeping and
+the auto-reset's selects) costs to compile, the other part of the update beside the step.
 """
 
 from __future__ import annotations
@@ -50,9 +56,10 @@ CASES = (
 )
 
 
-def _update_ahead_of_time(algo: str, env_name: str):
+def _update_ahead_of_time(algo: str, env_name: str, change_env=None):
     """``(trace s, compile s, compiled, settings, env, params)`` of ``algo``'s update on
-    ``env_name`` with the tuned settings."""
+    ``env_name`` with the tuned settings (the environment passed through ``change_env``
+    first, if given)."""
     import jax
 
     import jaxgrid
@@ -61,13 +68,58 @@ def _update_ahead_of_time(algo: str, env_name: str):
     config = RunConfig(env=env_name, algo=algo)
     settings = config.algo_config()
     env, params = jaxgrid.make(env_name, **config.env_kwargs)
+    if change_env is not None:
+        env = change_env(env)
     fns = ALGOS[algo].make_train(settings, env, params)
     runner = jax.eval_shape(fns.init, jax.random.PRNGKey(0), params)
     return (*ahead_of_time(fns.update_step, runner, params), settings, env, params)
 
 
-def measure(algo: str, env_name: str) -> dict:
-    """Seconds to trace and compile ``algo``'s update on ``env_name``, and the env's step."""
+def without_physics(env):
+    """``env`` with its ``step_env`` and ``reset_env`` replaced by stand-ins that return
+    arrays of their shapes and dtypes and compute nothing: every float the mean of the
+    action (after a step) or a uniform draw (after a reset), so that the policy's inputs
+    stay data and XLA folds none of the learner away; every flag False below 0.5 and every
+    integer 0; the state unchanged by a step. (The class is swapped on this one object.)"""
+    import jax
+    import jax.numpy as jnp
+
+    physics = type(env)
+
+    def filled(shapes, value):
+        def leaf(shape):
+            if jnp.issubdtype(shape.dtype, jnp.floating):
+                return jnp.full(shape.shape, value, shape.dtype)
+            if shape.dtype == jnp.bool_:
+                return jnp.full(shape.shape, value > 0.5)
+            return jnp.zeros(shape.shape, shape.dtype)
+
+        return jax.tree_util.tree_map(leaf, shapes)
+
+    def step_env(self, key, state, action, params):
+        shapes = jax.eval_shape(
+            lambda *args: physics.step_env(self, *args), key, state, action, params
+        )
+        value = jnp.mean(jnp.asarray(jax.tree_util.tree_leaves(action)[0], jnp.float32))
+        obs, _, reward, terminated, truncated, info = filled(shapes, value)
+        return obs, state, reward, terminated, truncated, info
+
+    def reset_env(self, key, params):
+        shapes = jax.eval_shape(lambda *args: physics.reset_env(self, *args), key, params)
+        return filled(shapes, jax.random.uniform(key))
+
+    env.__class__ = type(
+        f"WithoutPhysics{physics.__name__}",
+        (physics,),
+        {"step_env": step_env, "reset_env": reset_env},
+    )
+    vars(env).pop("_jit_cache", None)  # methods jitted before the swap
+    return env
+
+
+def measure(algo: str, env_name: str, learner: bool = False) -> dict:
+    """Seconds to trace and compile ``algo``'s update on ``env_name``, the env's step and,
+    with ``learner``, the update :func:`without_physics`."""
     import jax
 
     jax.clear_caches()
@@ -89,14 +141,19 @@ def measure(algo: str, env_name: str) -> dict:
     step = jax.vmap(env.step, in_axes=(0, 0, 0, None))
     step_trace, step_compile, _ = ahead_of_time(step, keys, state, action, params)
     row["env_step"] = step_trace + step_compile
+    if learner:
+        jax.clear_caches()
+        trace_s, compile_s, compiled, *_ = _update_ahead_of_time(algo, env_name, without_physics)
+        row["learner"] = trace_s + compile_s
+        row["learner_fusions"] = compiled.as_text().count(" fusion(")
     return row
 
 
-def median_of(algo: str, env_name: str, repeats: int) -> dict:
+def median_of(algo: str, env_name: str, repeats: int, learner: bool = False) -> dict:
     """:func:`measure` ``repeats`` times; each timing the median, the rest the first's."""
-    runs = [measure(algo, env_name) for _ in range(repeats)]
+    runs = [measure(algo, env_name, learner) for _ in range(repeats)]
     row = dict(runs[0])
-    for name in ("trace", "compile", "env_step"):
+    for name in ("trace", "compile", "env_step") + (("learner",) if learner else ()):
         row[name] = statistics.median(r[name] for r in runs)
     return row
 
@@ -140,6 +197,11 @@ def main(argv=None) -> int:
     parser.add_argument(
         "--warm", action="store_true", help="also time a second process's start from the cache"
     )
+    parser.add_argument(
+        "--learner",
+        action="store_true",
+        help="also compile the update without the environment's physics (the learner alone)",
+    )
     parser.add_argument("--out", help="also write the table to this markdown file")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -158,6 +220,12 @@ def main(argv=None) -> int:
         "environment's "
         "`jax.jit(jax.vmap(env.step))` at the trainer's batch beside it"
         + (
+            "; the update with the environment's transition and reset replaced by "
+            "stand-ins of the same shapes that compute nothing (the learner alone)"
+            if args.learner
+            else ""
+        )
+        + (
             "; a second fresh process's trace and compile from the compilation cache the "
             "first wrote (`jaxgrid train`'s)."
             if args.warm
@@ -166,17 +234,22 @@ def main(argv=None) -> int:
         "",
         "| algo | env | envs x steps | update: trace s | update: compile s | update fusions "
         f"| env step: trace + compile s | update < {GOAL_S:g} s |"
+        + (" learner alone: trace + compile s | learner alone fusions |" if args.learner else "")
         + (" second process: trace + cached compile s |" if args.warm else ""),
-        "|---|---|---|---|---|---|---|---|" + ("---|" if args.warm else ""),
+        "|---|---|---|---|---|---|---|---|"
+        + ("---|---|" if args.learner else "")
+        + ("---|" if args.warm else ""),
     ]
     for algo, env_name in cases:
-        r = median_of(algo, env_name, args.repeats)
+        r = median_of(algo, env_name, args.repeats, args.learner)
         total = r["trace"] + r["compile"]
         line = (
             f"| {algo} | {env_name} | {r['batch']} | {r['trace']:.1f} | {r['compile']:.1f} "
             f"| {r['fusions']} | {r['env_step']:.1f} "
             f"| {under_goal(total, GOAL_S)} |"
         )
+        if args.learner:
+            line += f" {r['learner']:.1f} | {r['learner_fusions']} |"
         if args.warm:
             line += f" {warm_start(algo, env_name):.1f} |"
         add_row(lines, line)
