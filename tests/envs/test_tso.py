@@ -179,6 +179,29 @@ def test_steps_without_a_binding_line_skip_the_interior_point(tso14):
         np.testing.assert_allclose(np.asarray(ri.pg_mw), ref["pg_mw"], atol=0.05)
 
 
+def test_a_branch_the_screening_leaves_out_is_reported_where_it_overloads(tso14):
+    """case14's screening (``ratings.SCREENED``: dispatches with every unit on or the
+    cheapest tier) leaves out branch 13, unit 4's only connection, rated 98.6 MW below
+    the unit's 100 MW. Committed alone against a 103 MW load the unit runs at its maximum
+    (the DC-OPF does not enforce the branch) where HiGHS, every branch rated, holds it to
+    the rating; the step reports the difference as ``thermal_overload``."""
+    env, params = tso14
+    assert 13 not in env.monitored
+    _, state = env.reset(jax.random.split(KEY, 64)[15], params)
+    request = jnp.array([False, False, False, False, True])
+    c, net, result = env.dispatch(state, request, jnp.zeros(env.n_gen), params)
+    assert np.asarray(c.status).tolist() == [False, False, False, False, True]
+    p_max, rate = float(c.p_high_mw[4]), np.asarray(params.rate_mva)
+    assert float(net.net_load_mw) > p_max  # load is shed either way
+    ref = highs_reference(env, params, c, net, rate)
+    assert ref["line_dual"].get(13, 0.0) != 0.0  # the branch binds in the full problem
+    assert ref["pg_mw"][4] == pytest.approx(rate[13], abs=0.05)
+    assert float(result.pg_mw[4]) == pytest.approx(p_max, abs=0.05)
+    _, _, _, _, _, info = env.step_env(KEY, state, env.encode(request, jnp.zeros(5)), params)
+    overload = float(info["costs"][0, env.cost_names.index("thermal_overload")])
+    assert overload == pytest.approx(p_max - rate[13], abs=0.05)
+
+
 def _random_steps(env, params, n: int, steps: int, seed: int):
     """``(reward, dispatch iterations, power flow failed)``, each ``(steps, n)``: ``n``
     environments stepped by ``jax.vmap(env.step)`` from their reset on uniform random
