@@ -197,7 +197,9 @@ def test_a_branch_the_screening_leaves_out_is_reported_where_it_overloads(tso14)
     assert ref["line_dual"].get(13, 0.0) != 0.0  # the branch binds in the full problem
     assert ref["pg_mw"][4] == pytest.approx(rate[13], abs=0.05)
     assert float(result.pg_mw[4]) == pytest.approx(p_max, abs=0.05)
-    _, _, _, _, _, info = env.step_env(KEY, state, env.encode(request, jnp.zeros(5)), params)
+    _, _, _, _, _, info = env.step_env(
+        KEY, state, env.encode(request, jnp.zeros(env.n_gen)), params
+    )
     overload = float(info["costs"][0, env.cost_names.index("thermal_overload")])
     assert overload == pytest.approx(p_max - rate[13], abs=0.05)
 
