@@ -58,8 +58,8 @@ CASES = (
 
 def _update_ahead_of_time(algo: str, env_name: str, change_env=None):
     """``(trace s, compile s, compiled, settings, env, params)`` of ``algo``'s update on
-    ``env_name`` with the tuned settings (the environment passed through ``change_env``
-    first, if given)."""
+    ``env_name`` with the tuned settings (the environment and its params passed through
+    ``change_env`` first, if given)."""
     import jax
 
     import jaxgrid
@@ -69,22 +69,26 @@ def _update_ahead_of_time(algo: str, env_name: str, change_env=None):
     settings = config.algo_config()
     env, params = jaxgrid.make(env_name, **config.env_kwargs)
     if change_env is not None:
-        env = change_env(env)
+        env = change_env(env, params)
     fns = ALGOS[algo].make_train(settings, env, params)
     runner = jax.eval_shape(fns.init, jax.random.PRNGKey(0), params)
     return (*ahead_of_time(fns.update_step, runner, params), settings, env, params)
 
 
-def without_physics(env):
+def without_physics(env, params):
     """``env`` with its ``step_env`` and ``reset_env`` replaced by stand-ins that return
-    arrays of their shapes and dtypes and compute nothing: every float the mean of the
-    action (after a step) or a uniform draw (after a reset), so that the policy's inputs
-    stay data and XLA folds none of the learner away; every flag False below 0.5 and every
-    integer 0; the state unchanged by a step. (The class is swapped on this one object.)"""
+    arrays of their shapes and dtypes (found once here, with ``params``, so that the timed
+    trace traces no physics) and compute nothing: every float the mean of the action
+    (after a step) or a uniform draw (after a reset), so that the policy's inputs stay
+    data and XLA folds none of the learner away; every flag True above 0.5, every integer
+    0; the state unchanged by a step. (The class is swapped on this one object.)"""
     import jax
     import jax.numpy as jnp
 
-    physics = type(env)
+    key = jax.random.PRNGKey(0)
+    reset_shapes = jax.eval_shape(env.reset_env, key, params)
+    action = jax.eval_shape(env.action_space(params).sample, key)
+    step_shapes = jax.eval_shape(env.step_env, key, reset_shapes[1], action, params)
 
     def filled(shapes, value):
         def leaf(shape):
@@ -97,17 +101,14 @@ def without_physics(env):
         return jax.tree_util.tree_map(leaf, shapes)
 
     def step_env(self, key, state, action, params):
-        shapes = jax.eval_shape(
-            lambda *args: physics.step_env(self, *args), key, state, action, params
-        )
         value = jnp.mean(jnp.asarray(jax.tree_util.tree_leaves(action)[0], jnp.float32))
-        obs, _, reward, terminated, truncated, info = filled(shapes, value)
+        obs, _, reward, terminated, truncated, info = filled(step_shapes, value)
         return obs, state, reward, terminated, truncated, info
 
     def reset_env(self, key, params):
-        shapes = jax.eval_shape(lambda *args: physics.reset_env(self, *args), key, params)
-        return filled(shapes, jax.random.uniform(key))
+        return filled(reset_shapes, jax.random.uniform(key))
 
+    physics = type(env)
     env.__class__ = type(
         f"WithoutPhysics{physics.__name__}",
         (physics,),

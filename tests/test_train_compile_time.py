@@ -22,12 +22,19 @@ def _batch(env, params, n=3):
     return keys, obs, state, action
 
 
-def test_without_physics_steps_and_resets_in_the_same_shapes_and_computes_nothing():
+def test_without_physics_steps_and_resets_in_the_same_shapes_and_computes_nothing(monkeypatch):
     env, params = jaxgrid.make("dso33-v0")
     keys, obs, state, action = _batch(env, params)
     step = jax.vmap(env.step, in_axes=(0, 0, 0, None))
     real = step(keys, state, action, params)
-    hollow = without_physics(env)
+    physics, traced = type(env), []
+    for name in ("step_env", "reset_env"):
+        original = getattr(physics, name)
+        monkeypatch.setattr(
+            physics, name, lambda self, *a, _f=original: (traced.append(1), _f(self, *a))[1]
+        )
+    hollow = without_physics(env, params)
+    traced.clear()  # the shapes are found once, before any timed trace
     assert hollow is env  # the same object, for a trainer that already holds it
     stood_in = step(keys, state, action, params)
     assert jax.tree_util.tree_structure(stood_in) == jax.tree_util.tree_structure(real)
@@ -41,12 +48,13 @@ def test_without_physics_steps_and_resets_in_the_same_shapes_and_computes_nothin
     # its physics no longer in the program: DistFlow's path products are gone
     jaxpr = str(jax.make_jaxpr(step)(keys, state, action, params))
     assert "dot_general" not in jaxpr
+    assert not traced  # nor is the physics traced to find them again
 
 
 def test_a_trainer_builds_its_update_around_an_environment_without_physics():
     config = RunConfig(env="arbitrage-v0", algo="ppo")
     env, params = jaxgrid.make("arbitrage-v0", **config.env_kwargs)
-    fns = ALGOS["ppo"].make_train(config.algo_config(), without_physics(env), params)
+    fns = ALGOS["ppo"].make_train(config.algo_config(), without_physics(env, params), params)
     runner = jax.eval_shape(fns.init, jax.random.PRNGKey(0), params)
     after, _ = jax.eval_shape(fns.update_step, runner, params)
     assert jax.tree_util.tree_structure(after) == jax.tree_util.tree_structure(runner)
