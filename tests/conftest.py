@@ -119,6 +119,18 @@ def float64_leaves(tree):
     )
 
 
+def reset_on_days(env, params, days, key):
+    """The states ``env`` resets to from ``key`` with its episodes drawn from one profile
+    day each of ``days`` ``(n,)`` (stacked on a leading axis): a test whose premise holds
+    on particular days names them rather than rely on the days a seed draws."""
+
+    def reset(day):
+        only = params.profiles.replace(days=jnp.reshape(day, (1,)))
+        return env.reset(key, params.replace(profiles=only))[1]
+
+    return jax.vmap(reset)(jnp.asarray(days, jnp.int32))
+
+
 def assert_tree_finite(tree, what: str = "tree"):
     for leaf in jax.tree_util.tree_leaves(tree):
         arr = np.asarray(leaf)
