@@ -62,14 +62,27 @@ def test_a_step_split_over_two_cpu_devices_returns():
     assert "stepped" in returns(SPLIT_STEP, env, "a step split over two CPU devices")
 
 
-SCREENING = textwrap.dedent(
+EIGHT_DISPATCHES = textwrap.dedent(
     """
-    import jaxgrid
-    from jaxgrid.envs.tso.ratings import angle_ratings, screen_branches
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    from jaxgrid.dispatch import dcopf
+    from jaxgrid.envs.tso.ratings import angle_ratings
     from jaxgrid.grid import network_from_matpower
 
     network = network_from_matpower("case300")
-    print("monitored", len(screen_branches(network, angle_ratings(network))))
+    rated = network.replace(rate_mva=jnp.asarray(angle_ratings(network), jnp.float32))
+    c1 = np.asarray(network.cost_poly)[:, 1]
+    tiers = jnp.asarray(np.stack([np.ones_like(c1, bool), c1 <= c1.min()]))
+    levels = jnp.asarray([0.3, 0.6, 0.9, 1.1], jnp.float32)
+
+    def flows(on, level):
+        return dcopf(rated, level * network.pd_mw, commitment=on).p_branch_mw
+
+    grid = jax.jit(jax.vmap(jax.vmap(flows, (None, 0)), (0, None)))
+    print("dispatched", grid(tiers, levels).shape)
     """
 )
 
@@ -77,9 +90,9 @@ SCREENING = textwrap.dedent(
 def test_the_dcopf_runs_one_lapack_solve_at_a_time_on_one_device():
     """The DC-OPF's interior point solved its balance row and its Newton step as two
     independent Cholesky solves; on one XLA device with a pool of two threads (this 2-core
-    machine's default) case300's screening dispatches (8 batched solves, 234 nodes) held
-    both threads in jaxlib 0.10's triangular-solve kernels for ever. The balance row now
+    machine's default) eight batched dispatches of case300 (234 nodes; every unit on and
+    the cheapest tier at four load levels, the tso screening of the time) held both threads in jaxlib 0.10's triangular-solve kernels for ever. The balance row now
     rides along as a second right-hand side."""
     env = dict(os.environ, JAX_PLATFORMS="cpu", PJRT_NPROC="2")
     env.pop("XLA_FLAGS", None)
-    assert "monitored" in returns(SCREENING, env, "case300's screening dispatches")
+    assert "dispatched" in returns(EIGHT_DISPATCHES, env, "case300's eight dispatches")

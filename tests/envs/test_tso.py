@@ -178,43 +178,112 @@ def test_steps_without_a_binding_line_skip_the_interior_point(tso14):
         np.testing.assert_allclose(np.asarray(ri.pg_mw), ref["pg_mw"], atol=0.05)
 
 
-def test_a_branch_the_screening_leaves_out_is_reported_where_it_overloads(tso14):
-    """case14's screening (``ratings.SCREENED``: dispatches with every unit on or the
-    cheapest tier) leaves out branch 13, unit 4's only connection, rated 98.6 MW below
-    the unit's 100 MW. Committed alone against a 103 MW load the unit runs at its maximum
-    (the DC-OPF does not enforce the branch) where HiGHS, every branch rated, holds it to
-    the rating; the step reports the difference as ``thermal_overload``."""
+def test_unit_4s_only_connection_is_monitored_and_held_to_its_rating(tso14):
+    """Branch 13 of case14, unit 4's only connection, is rated 98.6 MW below the unit's
+    100 MW. Committed alone against a larger load, the unit is held to the rating, as
+    HiGHS (every branch rated) holds it, and no overload is left (the screening by
+    sample dispatches left the branch out: the unit ran at 100 MW, 1.4 MW over)."""
     env, params = tso14
-    assert 13 not in env.monitored
+    assert 13 in env.monitored
     state = jax.tree_util.tree_map(lambda x: x[0], reset_on_days(env, params, [3], KEY))
     request = jnp.array([False, False, False, False, True])
     c, net, result = env.dispatch(state, request, jnp.zeros(env.n_gen), params)
     assert np.asarray(c.status).tolist() == [False, False, False, False, True]
     p_max, rate = float(c.p_high_mw[4]), np.asarray(params.rate_mva)
-    assert float(net.net_load_mw) > p_max  # load is shed either way
+    assert float(net.net_load_mw) > p_max > rate[13]  # load is shed either way
     ref = highs_reference(env, params, c, net, rate)
-    assert ref["line_dual"].get(13, 0.0) != 0.0  # the branch binds in the full problem
+    assert ref["line_dual"].get(13, 0.0) != 0.0  # the branch binds
     assert ref["pg_mw"][4] == pytest.approx(rate[13], abs=0.05)
-    assert float(result.pg_mw[4]) == pytest.approx(p_max, abs=0.05)
+    assert float(result.pg_mw[4]) == pytest.approx(ref["pg_mw"][4], abs=0.05)
     _, _, _, _, _, info = env.step_env(
         KEY, state, env.encode(request, jnp.zeros(env.n_gen)), params
     )
-    overload = float(info["costs"][0, env.cost_names.index("thermal_overload")])
-    assert overload == pytest.approx(p_max - rate[13], abs=0.05)
+    assert float(info["costs"][0, env.cost_names.index("thermal_overload")]) == 0.0
 
 
-def _random_steps(env, params, n: int, steps: int, seed: int, days=None):
+def flow_extremes(network, rate_mva, load_factors) -> tuple[np.ndarray, np.ndarray]:
+    """``(max, min)`` ``(n_branch,)`` DC flows, MW, over the injections the screening
+    covers, found without a solver and without jaxgrid's PTDF: PYPOWER's PTDF, and at
+    each load factor of ``load_factors`` the balance filled greedily, from each output's,
+    shed's or spill's lower bound, by the entries of largest (smallest) flow per MW.
+    The flows' extremes over a load factor are concave (convex) in it, so a fine grid of
+    factors comes within its spacing's slope of the linear programme's."""
+    net = {k: np.asarray(v) for k, v in vars(network).items()}
+    h = pypower_ptdf(net)
+    pd, gs, gen_bus = net["pd_mw"].astype(float), net["gs_mw"].astype(float), net["gen_bus"]
+    pmax = np.where(net["gen_in_service"], net["pmax_mw"], 0.0).astype(float)
+    bus = np.concatenate([gen_bus, np.arange(len(pd))])  # each entry's bus
+    per_mw = h[:, bus]  # (n_branch, n_entries) flow per MW of each output, shed or spill
+    high, low = np.full(len(rate_mva), -np.inf), np.full(len(rate_mva), np.inf)
+    for factor in load_factors:
+        lo = np.concatenate([np.zeros_like(pmax), np.minimum(factor * pd, 0.0)])  # spill
+        hi = np.concatenate([pmax, np.maximum(factor * pd, 0.0)])  # shed
+        need = factor * pd.sum() + gs.sum() - lo.sum()  # MW above the lower bounds
+        at_lo = h @ (-factor * pd - gs) + per_mw @ lo
+        for sign in (1.0, -1.0):
+            order = np.argsort(-sign * per_mw, axis=1)
+            room = (hi - lo)[order]
+            fill = np.clip(need - (np.cumsum(room, axis=1) - room), 0.0, room)
+            flow = at_lo + np.sum(np.take_along_axis(per_mw, order, axis=1) * fill, axis=1)
+            high, low = (np.maximum(high, flow), low) if sign > 0 else (high, np.minimum(low, flow))
+    return high, low
+
+
+@pytest.mark.parametrize(
+    "name", sampled(("tso14-v0", "tso118-v0", "tso300-v0"), keep=("tso14-v0",))
+)
+def test_the_screening_leaves_out_only_branches_no_injection_can_overload(name):
+    """Every branch the dispatch does not monitor stays within its rating at the extreme
+    injections (:func:`flow_extremes`, 241 load factors from 0 to 1.2), and every one it
+    monitors passes its rating at one of them (to the grid's spacing)."""
+    env, params = jaxgrid.make(name)
+    rate = np.asarray(params.rate_mva, float)
+    high, low = flow_extremes(env.network, rate, np.linspace(0.0, 1.2, 241))
+    worst = np.maximum(high, -low)
+    monitored = np.zeros(len(rate), bool)
+    monitored[list(env.monitored)] = True
+    in_service = np.asarray(env.network.branch_in_service)
+    assert np.all(worst[~monitored & in_service] <= rate[~monitored & in_service] + 1e-6)
+    assert np.all(worst[monitored] > rate[monitored] * (1 - 1e-3))
+
+
+@pytest.mark.parametrize("name", sampled(("tso14-v0", "tso118-v0"), keep=("tso14-v0",)))
+def test_no_step_overloads_a_branch(name):
+    """A day of random actions in 16 environments: no step's dispatch leaves a branch
+    over its rating (``thermal_overload`` 0). With the screening by sample dispatches,
+    3.3 % of ``tso14-v0``'s such steps and 11.6 % of ``tso118-v0``'s overloaded a branch
+    it did not monitor."""
+    env, params = jaxgrid.make(name)
+    space = env.action_space(params)
+    n = 16
+    actions = jax.vmap(jax.vmap(space.sample))(
+        jax.random.split(jax.random.PRNGKey(5), env.horizon * n).reshape(env.horizon, n, -1)
+    )
+    keys = jax.random.split(KEY, env.horizon * n).reshape(env.horizon, n, -1)
+    thermal = env.cost_names.index("thermal_overload")
+
+    def day(state):
+        def step(state, xs):
+            out = jax.vmap(env.step, (0, 0, 0, None))(xs[1], state, xs[0], params)
+            return out[1], (out[5]["costs"][:, 0, thermal], out[5]["power_flow_failed"])
+
+        return jax.lax.scan(step, state, (actions, keys))[1]
+
+    _, state = jax.vmap(env.reset, (0, None))(jax.random.split(KEY, n), params)
+    overload, failed = (np.asarray(x) for x in jax.jit(day)(state))
+    assert not np.any(failed)
+    assert np.all(overload == 0.0), (np.mean(overload > 0), overload.max())
+
+
+def _random_steps(env, params, n: int, steps: int, seed: int):
     """``(reward, dispatch iterations, power flow failed)``, each ``(steps, n)``: ``n``
-    environments stepped by ``jax.vmap(env.step)`` from their reset (on ``days``
-    ``(n,)`` where given) on uniform random actions drawn from ``seed``."""
+    environments stepped by ``jax.vmap(env.step)`` from their reset on uniform random
+    actions drawn from ``seed``."""
     space = env.action_space(params)
     draws = jax.random.split(jax.random.PRNGKey(seed), steps * n).reshape(steps, n, -1)
     actions = jax.vmap(jax.vmap(space.sample))(draws)
     keys = jax.random.split(KEY, steps * n).reshape(steps, n, -1)
-    if days is None:
-        _, state = jax.vmap(env.reset, (0, None))(jax.random.split(KEY, n), params)
-    else:
-        state = reset_on_days(env, params, days, KEY)
+    _, state = jax.vmap(env.reset, (0, None))(jax.random.split(KEY, n), params)
 
     def day(state):
         def step(state, xs):
@@ -229,20 +298,42 @@ def _random_steps(env, params, n: int, steps: int, seed: int, days=None):
 
 def test_case14_dispatch_leaves_out_the_binding_lines_with_the_same_result():
     """``tso14-v0`` dispatches without the binding lines' search (its interior point is
-    cheap: ``make_tso``'s ``binding_lines``): a day of random actions gives the rewards of
-    the search, the problems the copper plate leaves open solved by the interior point
-    instead (within its tolerance), none failing: on sixteen days of which some pose
-    such problems."""
+    cheap: ``make_tso``'s ``binding_lines``): on the states of a day of random actions
+    (16 days) its dispatches cost what the search's do (within the interior point's
+    tolerance), the problems the copper plate leaves open solved by the interior point
+    instead of the search's certificates, none failing. The same states for both: along
+    their own trajectories a unit left 0.07 MW above its minimum by the interior point
+    (float32) has a wider ramp window the next step, and at 10,000 a MWh of shed load
+    that moved a step's reward by 1.4 %."""
     days = [262, 152, 305, 167, 45, 308, 203, 97, 48, 365, 133, 152, 311, 328, 31, 3]
-    rollouts = {}
-    for binding_lines in (False, True):
-        env, params = jaxgrid.make("tso14-v0", binding_lines=binding_lines)
-        rollouts[binding_lines] = _random_steps(env, params, 16, env.horizon, 1, days)
-    (reward, iterations, failed), (searched, search_iterations, _) = rollouts[False], rollouts[True]
-    assert jaxgrid.make("tso14-v0")[0].binding_lines is False
-    assert np.any(iterations > 0) and not np.any(search_iterations > 0)
-    assert not np.any(failed)
-    np.testing.assert_allclose(reward, searched, rtol=1e-4, atol=1e-2)
+    plain, params = jaxgrid.make("tso14-v0")
+    searching, _ = jaxgrid.make("tso14-v0", binding_lines=True)
+    assert plain.binding_lines is False
+    n, space = len(days), plain.action_space(params)
+    draws = jax.random.split(jax.random.PRNGKey(1), plain.horizon * n)
+    actions = jax.vmap(jax.vmap(space.sample))(draws.reshape(plain.horizon, n, -1))
+    keys = jax.random.split(KEY, plain.horizon * n).reshape(plain.horizon, n, -1)
+
+    def day(state):
+        def step(state, xs):
+            action, key = xs
+            request, adjust = jax.vmap(plain.request)(action)
+            solved = [
+                jax.vmap(env.dispatch, (0, 0, 0, None))(state, request, adjust, params)[2]
+                for env in (plain, searching)
+            ]
+            state = jax.vmap(plain.step, (0, 0, 0, None))(key, state, action, params)[1]
+            return state, [(r.cost, r.iterations, r.converged) for r in solved]
+
+        return jax.lax.scan(step, state, (actions, keys))[1]
+
+    results = jax.jit(day)(reset_on_days(plain, params, days, KEY))
+    (cost, iterations, converged), (searched, search_iterations, search_converged) = (
+        [np.asarray(x) for x in r] for r in results
+    )
+    assert np.sum(search_iterations > 0) < np.sum(iterations > 0)
+    assert np.all(converged) and np.all(search_converged)
+    np.testing.assert_allclose(cost, searched, rtol=1e-4)
 
 
 def test_case14_interior_point_takes_four_problems_a_round_with_the_same_result():
@@ -456,24 +547,26 @@ def test_float32_dispatches_that_report_convergence_are_highs(captured):
     after 16 and 30 iterations, one step at a time and batched: every result that reports
     convergence is HiGHS's dispatch (cost within 1e-4, outputs within 0.01 MW, prices
     within 5 times the dual tolerance, 50 currency/MWh of about 10,000: measured up to
-    28; outputs within 0.01 MW plus what two float32 steps of the unit's bus price move
+    28; outputs within 0.02 MW plus what two float32 steps of the unit's bus price move
     it, ``2 * spacing(lmp) / (2 c2)``: at prices near 10,000 one step is 1e-3
-    currency/MWh and moves a unit of ``c2 = 0.016`` by 0.03 MW, and a certified
-    binding-lines polish measured 0.0106 MW off on one such unit), some at a dual
+    currency/MWh and moves a unit of ``c2 = 0.016`` by 0.03 MW, a certified
+    binding-lines polish measured 0.0106 MW off on one such unit, and with the 94
+    monitored branches the interior point alone 0.0124 MW off on a linear-cost unit), some at a dual
     residual above the loose tolerance (0.6 currency/MWh), which
     float32's dual tolerance (10) accepts: the stalls near the optimum it is there for.
     The environment's dispatch (the fallback, 30 iterations) converges on each step.
     Iterates this close to float32's resolution round differently from one program and
     one CPU to another (a step that converged at a dual residual of 2.4 in one ended at
     0.5 in another), so the test takes all of them rather than one run. Measured here:
-    18 of 24 results converged, 12 of them above the loose tolerance."""
+    18 of 24 results converged, 8 of them above the loose tolerance (12 with
+    the 42 branches monitored before)."""
     env, solved, refs = captured
     c2 = np.asarray(jaxgrid.make("tso118-v0")[1].units.cost_poly)[:, 0]
     gen_bus = np.asarray(env.network.gen_bus)
 
     def output_tolerance(r):
         ulp = np.spacing(np.abs(np.asarray(r.lmp, np.float32)[gen_bus]))
-        return 0.01 + np.where(c2 > 0, 2 * ulp / (2 * np.where(c2 > 0, c2, 1.0)), 0.0)
+        return 0.02 + np.where(c2 > 0, 2 * ulp / (2 * np.where(c2 > 0, c2, 1.0)), 0.0)
 
     above_loose = 0
     for (budget, batched), results in solved.items():
