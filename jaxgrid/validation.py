@@ -13,6 +13,9 @@ trainer (:func:`jaxgrid.train.ppo.make_train`) and :func:`jaxgrid.testing.check_
 - the rules declared for a params class hold wherever that class appears in the tree:
   :class:`Range` (an interval, with its unit), :class:`Ordered` (the ends of a band in
   order), :class:`Index` (integers that index a bus, a profile column or a code table);
+- the rules an environment binds to what it fixed when it was made (``env.params_rules``,
+  a params class to its rules: a TSO environment's branches screened for its ratings and
+  loads, :class:`~jaxgrid.envs.tso.ratings.Screening`) hold like the declared ones;
 - sizes unrolled into the compiled program are bounded: ``distflow_iterations`` runs
   1 to :data:`MAX_DISTFLOW_ITERATIONS` sweeps (100 sweeps already take about 9 s to
   compile one ``voltage33-v0`` step; 3-5 reach 1e-6 pu on case33bw).
@@ -310,8 +313,9 @@ def params_problems(env: Any, params: Any) -> list[str]:
     for path, leaf in jax.tree_util.tree_flatten_with_path(params)[0]:
         label = "params" + jax.tree_util.keystr(path)
         problems += _leaf_problems(label, leaf, no_limit.get(label))
+    bound = getattr(env, "params_rules", None) or {}
     for label, node in nodes:
-        for rule in _RULES.get(type(node), ()):
+        for rule in _RULES.get(type(node), ()) + tuple(bound.get(type(node), ())):
             problems += rule.problems(node, label)
     return problems
 

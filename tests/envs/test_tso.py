@@ -817,6 +817,76 @@ def test_make_rates_and_screens_at_the_angle_it_is_given():
     assert default.monitored == SCREENED["case14"] != env.monitored
 
 
+def _left_out_overloadable(env, rate, top: float) -> np.ndarray:
+    """Branches ``env`` leaves out that some injection with loads up to ``top`` times the
+    case's takes past ``rate`` (:func:`flow_extremes`, not the screening)."""
+    high, low = flow_extremes(env.network, np.linspace(0.0, top, 241))
+    left_out = np.asarray(env.network.branch_in_service).copy()
+    left_out[list(env.monitored)] = False
+    return np.flatnonzero(left_out & (np.maximum(high, -low) > rate * (1 + 1e-6)))
+
+
+def test_a_demand_beyond_the_screened_loads_is_refused_until_made_for_it(tso14):
+    """At 1.5 times the case's load a branch the dispatch leaves out can overload, so
+    params with that peak demand are refused (naming ``max_load_factor``); the environment
+    made with ``max_load_factor=1.5`` monitors that branch and takes them. Up to the
+    screened 1.2, and the load-stress split's profile, pass."""
+    env, params = tso14
+    rate = np.asarray(params.rate_mva, float)
+    assert len(_left_out_overloadable(env, rate, 1.2)) == 0
+    at_risk = _left_out_overloadable(env, rate, 1.5)
+    assert len(at_risk) > 0  # the refusal is warranted
+    raised = params.replace(peak_demand_mw=params.peak_demand_mw * 1.5)
+    with pytest.raises(ParamsError, match=r"peak_demand_mw = 388.5 MW.*max_load_factor=1.5"):
+        validate_params(env, raised)
+    validate_params(env, params.replace(peak_demand_mw=params.peak_demand_mw * 1.2))
+    stressed = params.profiles.replace(load=params.profiles.load * 1.12)
+    validate_params(env, params.replace(profiles=stressed))
+    wider, _ = jaxgrid.make("tso14-v0", max_load_factor=1.5)
+    assert set(at_risk) <= set(wider.monitored) and set(env.monitored) <= set(wider.monitored)
+    validate_params(wider, raised)
+
+
+def test_a_lower_rating_of_a_branch_left_out_is_refused_until_made_for_it(tso14):
+    """Rating a branch the dispatch leaves out below its largest flow (found by
+    :func:`flow_extremes`) is refused, in a stack of params too, and so is any lowering
+    of a left-out branch's rating (the screening stores no margins); made with those
+    ratings, the environment monitors the branch and takes them. Raised ratings pass,
+    and traced params are not read."""
+    env, params = tso14
+    rate = np.asarray(params.rate_mva, float)
+    high, low = flow_extremes(env.network, np.linspace(0.0, 1.2, 241))
+    worst = np.maximum(high, -low)
+    k = next(b for b in range(len(rate)) if b not in env.monitored and worst[b] > 1.0)
+    lowered = rate.copy()
+    lowered[k] = 0.9 * worst[k]
+    low_params = params.replace(rate_mva=jnp.asarray(lowered, params.rate_mva.dtype))
+    with pytest.raises(ParamsError, match=rf"params\.rate_mva\[{k}\] = .*branch {k}"):
+        validate_params(env, low_params)
+    stacked = jax.tree_util.tree_map(lambda a, b: jnp.stack([a, b]), params, low_params)
+    with pytest.raises(ParamsError, match=rf"params\.rate_mva\[1, {k}\]"):
+        validate_params(env, stacked)
+    validate_params(env, params.replace(rate_mva=params.rate_mva * 1.5))
+    jax.jit(lambda r: validate_params(env, params.replace(rate_mva=r)) or r)(lowered)
+    made, made_params = jaxgrid.make("tso14-v0", rate_mva=lowered)
+    assert k in made.monitored
+    validate_params(made, made_params)
+    with pytest.raises(ValueError, match="rate_mva: expected 20 positive ratings"):
+        jaxgrid.make("tso14-v0", rate_mva=lowered[:-1])
+    with pytest.raises(ValueError, match="max_load_factor: expected"):
+        jaxgrid.make("tso14-v0", max_load_factor=0.0)
+
+
+def test_another_spread_of_load_or_a_raised_unit_is_refused(tso14):
+    """The screening covers the case's own spread of load and its units' ratings."""
+    env, params = tso14
+    with pytest.raises(ParamsError, match=r"load_share\[0\] = .*bus 0's share 0"):
+        validate_params(env, params.replace(load_share=params.load_share[::-1]))
+    units = params.units.replace(pmax_mw=params.units.pmax_mw.at[1].multiply(1.1))
+    with pytest.raises(ParamsError, match=r"units\.pmax_mw\[1\] = .* unit 1 at"):
+        validate_params(env, params.replace(units=units))
+
+
 def every_unit_on_shed_mw(env, params, rate_mva, load_level: float) -> float:
     """MW that HiGHS's DC-OPF sheds with every unit of ``params``' fleet on over its
     whole range, the case's loads at ``load_level`` of its peak, the scenario's reserve,

@@ -19,7 +19,9 @@ from jaxgrid.envs.tso.fleet import UnitParams, fleet_by_class
 from jaxgrid.envs.tso.net_load import NetLoad, net_load
 from jaxgrid.envs.tso.oracle import DaySchedule, day_oracle, unit_commitment_milp
 from jaxgrid.envs.tso.ratings import (
+    LOAD_RANGE,
     SCREENED,
+    Screening,
     angle_ratings,
     case_max_angle_deg,
     screen_branches,
@@ -31,14 +33,22 @@ from jaxgrid.types import at_default_precision
 
 
 @functools.cache
-def _screened(case: str, max_angle_deg: float, x64: bool) -> tuple[int, ...]:
-    """The monitored branches of ``case`` rated at ``max_angle_deg``: stored for the
-    bundled cases at their angle, else screened
+def _screened(
+    case: str, rate_mva: tuple[float, ...], max_load_factor: float, x64: bool
+) -> Screening:
+    """The :class:`~jaxgrid.envs.tso.ratings.Screening` of ``case`` at ``rate_mva`` for
+    loads up to ``max_load_factor`` times the case's: the stored monitored branches of a
+    bundled case at its own angle's ratings and :data:`LOAD_RANGE`, else screened
     (:func:`~jaxgrid.envs.tso.ratings.screen_branches`) at the current precision."""
-    if case in SCREENED and max_angle_deg == case_max_angle_deg(case):
-        return SCREENED[case]
     network = network_from_matpower(case)
-    return screen_branches(network, angle_ratings(network, max_angle_deg))
+    rate = np.asarray(rate_mva, float)
+    stored = (
+        SCREENED.get(case)
+        if max_load_factor == LOAD_RANGE[1]
+        and np.array_equal(rate, angle_ratings(network, case_max_angle_deg(case)))
+        else None
+    )
+    return Screening.of(network, rate, max_load_factor, stored)
 
 
 def make_tso(
@@ -58,6 +68,8 @@ def make_tso(
     binding_lines: bool = True,
     power_flow_penalty: float = 1_000.0,
     max_angle_deg: float | None = None,
+    rate_mva: tuple[float, ...] | None = None,
+    max_load_factor: float = LOAD_RANGE[1],
     interior_most: int | None = None,
     name: str = "tso118-v0",
     _kind: type = TSO,
@@ -100,6 +112,15 @@ def make_tso(
             rated (:func:`~jaxgrid.envs.tso.ratings.angle_ratings`); default the case's
             (:func:`~jaxgrid.envs.tso.ratings.case_max_angle_deg`: 20 for case300, whose
             network cannot serve its load at 10, else 10).
+        rate_mva: ``(n_branch,)`` the branches' ratings, MVA, in place of the case's and
+            the angle's: the lowest a sweep will pass in params, since the dispatch
+            monitors the branches that can overload at these
+            (:class:`~jaxgrid.envs.tso.ratings.Screening` refuses lower ones where a
+            branch is left out).
+        max_load_factor: the largest multiple of the case's loads the branches are
+            screened for (default :data:`~jaxgrid.envs.tso.ratings.LOAD_RANGE`'s 1.2):
+            raise it to pass a higher ``peak_demand_mw`` in params (more branches may
+            then be monitored).
         interior_most: on a CPU, the most problems of a batch the DC-OPF's interior point
             takes a round (:func:`~jaxgrid.dispatch.fallback.capped_capacity`); ``None``
             (the default) a sixty-fourth of the batch. 4 for case14, where 1.2 % of the
@@ -119,7 +140,18 @@ def make_tso(
     mean_demand = peak * (demand_floor + (1 - demand_floor) * shape.mean())
     if max_angle_deg is None:
         max_angle_deg = case_max_angle_deg(case)
-    rate = angle_ratings(network, max_angle_deg)
+    rate = angle_ratings(network, max_angle_deg) if rate_mva is None else rate_mva
+    rate = np.asarray(rate, float)
+    if not max_load_factor > 0:
+        raise ValueError(
+            f"max_load_factor: expected a multiple of the case's loads > 0, got {max_load_factor}"
+        )
+    if rate.shape != (network.n_branch,) or not np.all(rate > 0):
+        raise ValueError(
+            f"rate_mva: expected {network.n_branch} positive ratings (MVA) of {case}'s "
+            f"branches, got shape {rate.shape}"
+            + ("" if rate.shape != (network.n_branch,) else f", smallest {rate.min():.6g}")
+        )
     params = TSOParams(
         profiles=profiles.replace(load=shape[:, None], wind=wind[:, None], pv=pv[:, None]),
         units=fleet_by_class(network, dt_h),
@@ -147,7 +179,9 @@ def make_tso(
         params,
         horizon=steps_per_day,
         forecast=forecast,
-        monitored=_screened(case, float(max_angle_deg), bool(jax.config.jax_enable_x64)),
+        screening=_screened(
+            case, tuple(rate.tolist()), float(max_load_factor), bool(jax.config.jax_enable_x64)
+        ),
         iterations=iterations,
         binding_lines=binding_lines,
         interior_most=interior_most,
@@ -177,6 +211,7 @@ __all__ = [
     "NetLoad",
     "TSOContinuous",
     "TSOParams",
+    "Screening",
     "TSOState",
     "UnitParams",
     "all_on",

@@ -67,6 +67,7 @@ from jaxgrid.env import POWER_FLOW, Environment, Transition
 from jaxgrid.envs.tso.commitment import commit, next_time_in_state
 from jaxgrid.envs.tso.fleet import UnitParams
 from jaxgrid.envs.tso.net_load import net_load
+from jaxgrid.envs.tso.ratings import Screening
 from jaxgrid.grid.network import Network
 from jaxgrid.rewards.scalarise import Scalarisation
 from jaxgrid.types import Array, float_dtype
@@ -132,7 +133,10 @@ class TSO(Environment):
         default_params: the default scenario.
         horizon: steps per episode.
         forecast: ``H``, future steps of net load observed.
-        monitored: static branch indices whose ratings the DC-OPF enforces.
+        screening: what the branches were screened for
+            (:class:`~jaxgrid.envs.tso.ratings.Screening`): its ``monitored`` branches'
+            ratings the DC-OPF enforces, and params outside it are refused
+            (:attr:`params_rules`).
         iterations: static interior point iterations of the DC-OPF.
         binding_lines: whether the DC-OPF searches the binding lines before its interior
             point (:func:`~jaxgrid.dispatch.dcopf_with_fallback`).
@@ -170,7 +174,7 @@ class TSO(Environment):
         default_params: TSOParams,
         horizon: int,
         forecast: int,
-        monitored: tuple[int, ...],
+        screening: Screening,
         iterations: int,
         name: str,
         binding_lines: bool = True,
@@ -179,7 +183,10 @@ class TSO(Environment):
         self.network = network
         self.horizon = int(horizon)
         self.forecast = int(forecast)
-        self.monitored = tuple(monitored)
+        self.screening = screening
+        self.monitored = screening.monitored
+        # the screening's rule, checked by jaxgrid.validation wherever TSOParams appear
+        self.params_rules = {TSOParams: (screening,)}
         self.iterations = int(iterations)
         self.binding_lines = bool(binding_lines)
         if interior_most is not None and int(interior_most) < 1:

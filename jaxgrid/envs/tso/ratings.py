@@ -42,10 +42,13 @@ branch rated 534 MW behind which 2,073 MW of units sit), random actions on 11.6 
 98.6 MW below the unit's 100 MW) — each step's dispatch then not the OPF that HiGHS,
 every branch rated, solves.
 
-The environments still compute every branch's flow: with params outside the screening's
-range (a ``peak_demand_mw`` raised beyond :data:`LOAD_RANGE`'s top, other ``rate_mva``
-than the environment was made with) a branch left out can overload, and shows up in the
-``thermal_overload`` cost.
+Params outside what was screened (a demand beyond :data:`LOAD_RANGE`'s top, a branch left
+out rated lower, the load spread over the buses otherwise, a unit's rating raised) could
+let a branch left out overload, so the environment refuses them before they reach a
+compiled program: :class:`Screening` is a rule of :mod:`jaxgrid.validation` bound to the
+environment (``TSO.params_rules``), and its error names the ``make_tso`` argument
+(``max_load_factor``, ``rate_mva``) that screens for them. The environments still compute
+every branch's flow, and count any overload in the ``thermal_overload`` cost.
 
 The bundled cases' screenings are stored in :data:`SCREENED` rather than recomputed by
 every ``jaxgrid.make`` (about 800 linear programmes on case300); ``tests/envs/test_tso.py``
@@ -54,6 +57,11 @@ recomputes them.
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Iterator
+from typing import Any
+
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -142,3 +150,110 @@ def screen_branches(
         if max(abs(e) for e in extremes) > rate_mva[k]:
             monitored.append(int(k))
     return tuple(monitored)
+
+
+# relative slack of the comparisons below: float32 params against float64 screenings
+_RTOL = 1e-6
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Screening:
+    """What :func:`screen_branches` screened a TSO environment's branches for, and the rule
+    (:mod:`jaxgrid.validation`, bound to the environment) that its params stay inside it.
+
+    Attributes:
+        rate_mva: ``(n_branch,)`` the ratings screened, MVA.
+        max_load_factor: the loads screened are the case's times any factor from 0 to this.
+        pd_mw: ``(n_bus,)`` the case's loads, MW (negative: an injection).
+        pmax_mw: ``(n_gen,)`` the units' largest outputs screened, MW (0 out of service).
+        left_out: ``(n_branch,)`` True where a branch in service was found unable to
+            overload: the dispatch does not enforce its rating.
+        monitored: the branches found able to overload, which the dispatch enforces.
+    """
+
+    rate_mva: np.ndarray
+    max_load_factor: float
+    pd_mw: np.ndarray
+    pmax_mw: np.ndarray
+    left_out: np.ndarray
+    monitored: tuple[int, ...]
+
+    @classmethod
+    def of(
+        cls,
+        network: Network,
+        rate_mva: np.ndarray,
+        max_load_factor: float = LOAD_RANGE[1],
+        monitored: tuple[int, ...] | None = None,
+    ) -> Screening:
+        """The screening of ``network`` at ``rate_mva`` for loads up to ``max_load_factor``
+        times the case's: ``monitored`` if given (a stored screening), else
+        :func:`screen_branches`'."""
+        rate = np.asarray(rate_mva, float)
+        if monitored is None:
+            monitored = screen_branches(network, rate, (0.0, float(max_load_factor)))
+        left_out = np.asarray(network.branch_in_service, bool).copy()
+        left_out[list(monitored)] = False
+        pmax = np.asarray(network.pmax_mw, float)
+        return cls(
+            rate_mva=rate,
+            max_load_factor=float(max_load_factor),
+            pd_mw=np.asarray(network.pd_mw, float),
+            pmax_mw=np.where(np.asarray(network.gen_in_service, bool), pmax, 0.0),
+            left_out=left_out,
+            monitored=tuple(int(k) for k in monitored),
+        )
+
+    def problems(self, node: Any, label: str) -> Iterator[str]:
+        """Where ``node`` (:class:`~jaxgrid.envs.tso.env.TSOParams`, concrete leaves; any
+        leading batch axes) poses ratings, loads or outputs this screening did not cover."""
+        leaves = (node.rate_mva, node.load_share, node.peak_demand_mw, node.demand_floor)
+        leaves += (node.profiles.load, node.units.pmax_mw)
+        if any(isinstance(leaf, jax.core.Tracer) for leaf in leaves):
+            return
+        rate, share, peak, floor, shape, pmax = (np.asarray(leaf, float) for leaf in leaves)
+        left_out = np.flatnonzero(self.left_out)
+        lower = rate[..., left_out] < self.rate_mva[left_out] * (1 - _RTOL)
+        if np.any(lower):
+            *batch, j = (int(i) for i in np.argwhere(lower)[0])
+            k = int(left_out[j])
+            yield (
+                f"{label}.rate_mva[{', '.join(map(str, [*batch, k]))}] = "
+                f"{rate[(*batch, k)]:.6g} MVA: below the {self.rate_mva[k]:.6g} MVA branch {k} "
+                "was screened at, and the dispatch does not monitor it (no injection can load "
+                "it beyond that rating, but it may beyond this one): make the environment "
+                "with the lowest ratings it will be given (jaxgrid.make(name, rate_mva=...)) "
+                "to have the branches they let overload monitored"
+            )
+        case_share = self.pd_mw / self.pd_mw.sum()
+        moved = ~np.isclose(share, case_share, rtol=1e-5, atol=1e-7)
+        if np.any(moved):
+            *batch, i = (int(b) for b in np.argwhere(moved)[0])
+            yield (
+                f"{label}.load_share[{', '.join(map(str, [*batch, i]))}] = "
+                f"{share[(*batch, i)]:.6g}: the monitored branches were screened for the "
+                f"case's own spread of load (bus {i}'s share {case_share[i]:.6g}); another "
+                "spread can overload branches the dispatch does not monitor"
+            )
+            return
+        top = np.max(shape, axis=(-2, -1))
+        factor = peak * (floor + (1.0 - floor) * top) / self.pd_mw.sum()
+        beyond = factor > self.max_load_factor * (1 + _RTOL)
+        if np.any(beyond):
+            at = tuple(int(b) for b in np.argwhere(beyond)[0])
+            index = f"[{', '.join(map(str, at))}]" if at else ""
+            yield (
+                f"{label}.peak_demand_mw{index} = {peak[at]:.6g} MW: with demand_floor and "
+                f"the load profile's peak ({top[at]:.4g}) the demand reaches {factor[at]:.4g} "
+                f"times the case's load, beyond the {self.max_load_factor:g} the monitored "
+                "branches were screened for: make the environment with max_load_factor="
+                f"{float(np.max(factor)):.4g} or more (jaxgrid.make(name, max_load_factor=...))"
+            )
+        raised = pmax > self.pmax_mw * (1 + _RTOL)
+        if np.any(raised):
+            *batch, g = (int(b) for b in np.argwhere(raised)[0])
+            yield (
+                f"{label}.units.pmax_mw[{', '.join(map(str, [*batch, g]))}] = "
+                f"{pmax[(*batch, g)]:.6g} MW: above the {self.pmax_mw[g]:.6g} MW the case "
+                f"rates unit {g} at, which the monitored branches were screened for"
+            )
