@@ -289,7 +289,7 @@ def _eval(args) -> int:
     from jaxgrid.train.run import evaluate_run, format_table
 
     mpc = False if args.no_mpc else None
-    with_oracle = False if args.no_oracle else None
+    with_oracle = False if args.no_oracle else (True if args.oracle else None)
     print(format_table(evaluate_run(args.run, args.episodes, args.stress, mpc, with_oracle)))
     return 0
 
@@ -507,10 +507,17 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument(
         "--no-mpc", action="store_true", help="leave the model-predictive baselines out"
     )
-    evaluate.add_argument(
+    oracle = evaluate.add_mutually_exclusive_group()
+    oracle.add_argument(
         "--no-oracle",
         action="store_true",
         help="leave the perfect-foresight optimum out of the evaluation (a MILP a day on tso*)",
+    )
+    oracle.add_argument(
+        "--oracle",
+        action="store_true",
+        help="solve the perfect-foresight optimum even where the run was trained with "
+        "--no-oracle",
     )
     evaluate.add_argument(
         "--stress",

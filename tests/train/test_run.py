@@ -104,6 +104,17 @@ def test_interrupted_run_resumes_to_the_uninterrupted_result(tmp_path, capsys):
     assert "| oracle |" not in capsys.readouterr().out
     without = json.loads((whole / "eval.json").read_text())["scenarios"][0]
     assert without["oracle_return"] is None and without["score_best"] != "oracle"
+    # a run trained without it (its config says so, as `jaxgrid train --no-oracle`
+    # writes it) leaves it out, and --oracle solves it anyway
+    written = json.loads((whole / "config.json").read_text())
+    (whole / "config.json").write_text(json.dumps({**written, "eval_oracle": False}))
+    assert main(["eval", "--run", str(whole)]) == 0
+    assert json.loads((whole / "eval.json").read_text())["scenarios"][0]["oracle_return"] is None
+    assert main(["eval", "--run", str(whole), "--oracle"]) == 0
+    solved = json.loads((whole / "eval.json").read_text())["scenarios"][0]
+    assert solved["oracle_return"] == pytest.approx(scenario["oracle_return"], rel=1e-6)
+    capsys.readouterr()
+    assert _refusal(["eval", "--run", str(whole), "--oracle", "--no-oracle"], capsys)
 
     # the three runs of one config in this process, the resumed one included (arrays
     # restored from a checkpoint), compiled the training program once
