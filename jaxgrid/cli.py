@@ -516,8 +516,7 @@ def build_parser() -> argparse.ArgumentParser:
     oracle.add_argument(
         "--oracle",
         action="store_true",
-        help="solve the perfect-foresight optimum even where the run was trained with "
-        "--no-oracle",
+        help="solve the perfect-foresight optimum even where the run was trained with --no-oracle",
     )
     evaluate.add_argument(
         "--stress",

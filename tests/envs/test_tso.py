@@ -896,7 +896,7 @@ def test_a_demand_beyond_the_screened_loads_is_refused_until_made_for_it(tso14):
     """At 1.5 times the case's load a branch the dispatch leaves out can overload, so
     params with that peak demand are refused (naming ``max_load_factor``); the environment
     made with ``max_load_factor=1.5`` monitors that branch and takes them. Up to the
-    screened 1.2, and the load-stress split's profile, pass."""
+    screened 1.2, and the load-stress split's params, pass."""
     env, params = tso14
     rate = np.asarray(params.rate_mva, float)
     assert len(_left_out_overloadable(env, rate, 1.2)) == 0
@@ -906,8 +906,9 @@ def test_a_demand_beyond_the_screened_loads_is_refused_until_made_for_it(tso14):
     with pytest.raises(ParamsError, match=r"peak_demand_mw = 388.5 MW.*max_load_factor=1.5"):
         validate_params(env, raised)
     validate_params(env, params.replace(peak_demand_mw=params.peak_demand_mw * 1.2))
-    stressed = params.profiles.replace(load=params.profiles.load * 1.12)
-    validate_params(env, params.replace(profiles=stressed))
+    from jaxgrid.train.stress import stress_splits
+
+    validate_params(env, stress_splits(params)["load_stress"])  # demand up to 1.12x
     wider, _ = jaxgrid.make("tso14-v0", max_load_factor=1.5)
     assert set(at_risk) <= set(wider.monitored) and set(env.monitored) <= set(wider.monitored)
     validate_params(wider, raised)
