@@ -952,6 +952,9 @@ def test_another_spread_of_load_or_a_raised_unit_is_refused(tso14):
     units = params.units.replace(pmax_mw=params.units.pmax_mw.at[1].multiply(1.1))
     with pytest.raises(ParamsError, match=r"units\.pmax_mw\[1\] = .* unit 1 at"):
         validate_params(env, params.replace(units=units))
+    both = params.replace(load_share=params.load_share[::-1], units=units)
+    with pytest.raises(ParamsError, match=r"2 problems(.|\n)*load_share(.|\n)*pmax_mw\[1\]"):
+        validate_params(env, both)
 
 
 def every_unit_on_shed_mw(env, params, rate_mva, load_level: float) -> float:

@@ -227,6 +227,9 @@ class Screening:
             )
         case_share = self.pd_mw / self.pd_mw.sum()
         moved = ~np.isclose(share, case_share, rtol=1e-5, atol=1e-7)
+        top = np.max(shape, axis=(-2, -1))
+        factor = peak * (floor + (1.0 - floor) * top) / self.pd_mw.sum()
+        beyond = factor > self.max_load_factor * (1 + _RTOL)
         if np.any(moved):
             *batch, i = (int(b) for b in np.argwhere(moved)[0])
             yield (
@@ -235,16 +238,13 @@ class Screening:
                 f"case's own spread of load (bus {i}'s share {case_share[i]:.6g}); another "
                 "spread can overload branches the dispatch does not monitor"
             )
-            return
-        top = np.max(shape, axis=(-2, -1))
-        factor = peak * (floor + (1.0 - floor) * top) / self.pd_mw.sum()
-        beyond = factor > self.max_load_factor * (1 + _RTOL)
-        if np.any(beyond):
+        elif np.any(beyond):  # the case's spread, scaled: its factor is the demand's
             at = tuple(int(b) for b in np.argwhere(beyond)[0])
             index = f"[{', '.join(map(str, at))}]" if at else ""
+            peak, top = (np.broadcast_to(x, factor.shape)[at] for x in (peak, top))
             yield (
-                f"{label}.peak_demand_mw{index} = {peak[at]:.6g} MW: with demand_floor and "
-                f"the load profile's peak ({top[at]:.4g}) the demand reaches {factor[at]:.4g} "
+                f"{label}.peak_demand_mw{index} = {peak:.6g} MW: with demand_floor and "
+                f"the load profile's peak ({top:.4g}) the demand reaches {factor[at]:.4g} "
                 f"times the case's load, beyond the {self.max_load_factor:g} the monitored "
                 "branches were screened for: make the environment with max_load_factor="
                 f"{float(np.max(factor)):.4g} or more (jaxgrid.make(name, max_load_factor=...))"
