@@ -108,6 +108,16 @@ def _first(entries: _Entries, bad: np.ndarray, message: Callable[[str, Any], str
     return text + (f" ({more} more entries likewise)" if more else "")
 
 
+def first_bad(
+    label: str, values: np.ndarray, bad: np.ndarray, message: Callable[[str, Any, tuple], str]
+) -> str:
+    """The declared rules' form of a problem, for rules an environment binds
+    (``env.params_rules``): ``message(label of the first entry of values where bad, its
+    value, its index)``, plus how many more are bad."""
+    index = tuple(int(i) for i in np.argwhere(bad)[0])
+    return _first(_Entries(label, values), bad, lambda at, value: message(at, value, index))
+
+
 @dataclasses.dataclass(frozen=True)
 class Range:
     """Every entry of ``field`` lies above ``ge``/``gt`` and below ``le``/``lt``, in ``unit``.

@@ -67,6 +67,7 @@ import numpy as np
 
 from jaxgrid.grid.network import Network
 from jaxgrid.grid.sensitivity import ptdf, shift_flow_mw
+from jaxgrid.validation import first_bad
 
 MAX_ANGLE_DEG = 10.0
 # the factors of the case's loads the screening covers: every net load of the profiles
@@ -212,48 +213,55 @@ class Screening:
         if any(isinstance(leaf, jax.core.Tracer) for leaf in leaves):
             return
         rate, share, peak, floor, shape, pmax = (np.asarray(leaf, float) for leaf in leaves)
-        left_out = np.flatnonzero(self.left_out)
-        lower = rate[..., left_out] < self.rate_mva[left_out] * (1 - _RTOL)
-        if np.any(lower):
-            *batch, j = (int(i) for i in np.argwhere(lower)[0])
-            k = int(left_out[j])
-            yield (
-                f"{label}.rate_mva[{', '.join(map(str, [*batch, k]))}] = "
-                f"{rate[(*batch, k)]:.6g} MVA: below the {self.rate_mva[k]:.6g} MVA branch {k} "
+        case_share = self.pd_mw / self.pd_mw.sum()
+        moved = ~np.isclose(share, case_share, rtol=1e-5, atol=1e-7)
+        top = np.max(shape, axis=(-2, -1))
+        factor = peak * (floor + (1.0 - floor) * top) / self.pd_mw.sum()
+        top = np.broadcast_to(top, factor.shape)
+
+        def lower(at, v, i):
+            return (
+                f"{at} = {v:.6g} MVA: below the {self.rate_mva[i[-1]]:.6g} MVA branch {i[-1]} "
                 "was screened at, and the dispatch does not monitor it (no injection can load "
                 "it beyond that rating, but it may beyond this one): make the environment "
                 "with the lowest ratings it will be given (jaxgrid.make(name, rate_mva=...)) "
                 "to have the branches they let overload monitored"
             )
-        case_share = self.pd_mw / self.pd_mw.sum()
-        moved = ~np.isclose(share, case_share, rtol=1e-5, atol=1e-7)
-        top = np.max(shape, axis=(-2, -1))
-        factor = peak * (floor + (1.0 - floor) * top) / self.pd_mw.sum()
-        beyond = factor > self.max_load_factor * (1 + _RTOL)
-        if np.any(moved):
-            *batch, i = (int(b) for b in np.argwhere(moved)[0])
-            yield (
-                f"{label}.load_share[{', '.join(map(str, [*batch, i]))}] = "
-                f"{share[(*batch, i)]:.6g}: the monitored branches were screened for the "
-                f"case's own spread of load (bus {i}'s share {case_share[i]:.6g}); another "
+
+        def moved_load(at, v, i):
+            return (
+                f"{at} = {v:.6g}: the monitored branches were screened for the case's own "
+                f"spread of load (bus {i[-1]}'s share {case_share[i[-1]]:.6g}); another "
                 "spread can overload branches the dispatch does not monitor"
             )
-        elif np.any(beyond):  # the case's spread, scaled: its factor is the demand's
-            at = tuple(int(b) for b in np.argwhere(beyond)[0])
-            index = f"[{', '.join(map(str, at))}]" if at else ""
-            peak, top = (np.broadcast_to(x, factor.shape)[at] for x in (peak, top))
-            yield (
-                f"{label}.peak_demand_mw{index} = {peak:.6g} MW: with demand_floor and "
-                f"the load profile's peak ({top:.4g}) the demand reaches {factor[at]:.4g} "
-                f"times the case's load, beyond the {self.max_load_factor:g} the monitored "
-                "branches were screened for: make the environment with max_load_factor="
-                f"{float(np.max(factor)):.4g} or more (jaxgrid.make(name, max_load_factor=...))"
+
+        def beyond(at, v, i):
+            return (
+                f"{at} = {v:.6g} MW: with demand_floor and the load profile's peak "
+                f"({top[i]:.4g}) the demand reaches {factor[i]:.4g} times the case's load, "
+                f"beyond the {self.max_load_factor:g} the monitored branches were screened "
+                f"for: make the environment with max_load_factor={float(np.max(factor)):.4g} "
+                "or more (jaxgrid.make(name, max_load_factor=...))"
             )
-        raised = pmax > self.pmax_mw * (1 + _RTOL)
-        if np.any(raised):
-            *batch, g = (int(b) for b in np.argwhere(raised)[0])
-            yield (
-                f"{label}.units.pmax_mw[{', '.join(map(str, [*batch, g]))}] = "
-                f"{pmax[(*batch, g)]:.6g} MW: above the {self.pmax_mw[g]:.6g} MW the case "
-                f"rates unit {g} at, which the monitored branches were screened for"
+
+        def raised(at, v, i):
+            return (
+                f"{at} = {v:.6g} MW: above the {self.pmax_mw[i[-1]]:.6g} MW the case rates "
+                f"unit {i[-1]} at, which the monitored branches were screened for"
             )
+
+        checks = (
+            ("rate_mva", rate, self.left_out & (rate < self.rate_mva * (1 - _RTOL)), lower),
+            ("load_share", share, moved, moved_load),
+            # the demand's factor is the loads' only where they keep the case's spread
+            (
+                "peak_demand_mw",
+                np.broadcast_to(peak, factor.shape),
+                ~np.any(moved) & (factor > self.max_load_factor * (1 + _RTOL)),
+                beyond,
+            ),
+            ("units.pmax_mw", pmax, pmax > self.pmax_mw * (1 + _RTOL), raised),
+        )
+        for field, values, bad, message in checks:
+            if np.any(bad):
+                yield first_bad(f"{label}.{field}", values, bad, message)
