@@ -416,11 +416,10 @@ def make_train(
         (actor_loss, window), grads = jax.value_and_grad(rollout, has_aux=True)(
             runner.actor.params, runner, env_params, k_roll
         )
-        finite = jnp.all(
-            jnp.stack([jnp.all(jnp.isfinite(g)) for g in jax.tree_util.tree_leaves(grads)])
-        )
+        # a NaN or infinite entry makes the norm so (as does a norm past the dtype's
+        # range, whose clipped step would be 0 anyway): one reduction for both
         grad_norm = optax.tree.norm(grads)
-        grads = jax.tree_util.tree_map(lambda g: jnp.where(finite, g, jnp.zeros_like(g)), grads)
+        finite = jnp.isfinite(grad_norm)
         actor_state = jax.lax.cond(
             finite,
             lambda s: s.apply_gradients(grads=grads),
@@ -459,26 +458,22 @@ def make_train(
         def critic_loss(critic_params, obs_n, target):
             return 0.5 * jnp.mean((value(critic_params, obs_n) - target) ** 2)
 
-        def critic_epoch(carry, key):
-            state = carry
-            batch = jax.tree_util.tree_map(
-                lambda x: x.reshape((-1,) + x.shape[2:]), (window["obs_n"], targets)
-            )  # (T * envs, ...)
-            perm = jax.random.permutation(key, config.num_steps * config.num_envs)
-            batch = jax.tree_util.tree_map(
-                lambda x: x[perm].reshape((config.critic_minibatches, minibatch) + x.shape[1:]),
-                batch,
-            )
-
-            def minibatch_step(state, mb):
-                loss, grads = jax.value_and_grad(critic_loss)(state.params, *mb)
-                return state.apply_gradients(grads=grads), loss
-
-            return jax.lax.scan(minibatch_step, state, batch)
-
-        critic_state, value_losses = jax.lax.scan(
-            critic_epoch, runner.critic, jax.random.split(k_critic, config.critic_epochs)
+        # every epoch's shuffle drawn up front, so that all the minibatch steps are one
+        # scan (``critic_epochs * critic_minibatches`` steps) rather than a scan in a scan
+        transitions = config.num_steps * config.num_envs
+        perms = jax.vmap(jax.random.permutation, in_axes=(0, None))(
+            jax.random.split(k_critic, config.critic_epochs), transitions
+        ).reshape(-1, minibatch)  # (epochs * minibatches, minibatch)
+        batch = jax.tree_util.tree_map(
+            lambda x: x.reshape((transitions,) + x.shape[2:]), (window["obs_n"], targets)
         )
+
+        def minibatch_step(state, perm):
+            mb = jax.tree_util.tree_map(lambda x: x[perm], batch)
+            loss, grads = jax.value_and_grad(critic_loss)(state.params, *mb)
+            return state.apply_gradients(grads=grads), loss
+
+        critic_state, value_losses = jax.lax.scan(minibatch_step, runner.critic, perms)
         target = optax.incremental_update(
             critic_state.params, runner.target_critic, config.target_tau
         )

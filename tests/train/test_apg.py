@@ -189,8 +189,15 @@ def test_a_failed_step_does_not_poison_the_gradient(monkeypatch):
     assert results["learned"] > results["initial"] + 0.1, results
 
     monkeypatch.setattr(apg, "finite_cotangent", lambda tree: tree)
-    _, unguarded = jax.jit(apg.make_train(config, env).train)(KEY)
+    unguarded_fns = apg.make_train(config, env)
+    skipped, unguarded = jax.jit(unguarded_fns.train)(KEY)
     np.testing.assert_array_equal(np.asarray(unguarded["nonfinite_gradient"]), 1.0)
+    # every update skipped: the actor and its optimiser are where they started
+    jax.tree_util.tree_map(
+        np.testing.assert_array_equal,
+        (skipped.actor.params, skipped.actor.opt_state),
+        (unguarded_fns.init(KEY).actor.params, unguarded_fns.init(KEY).actor.opt_state),
+    )
 
 
 @full_only
