@@ -78,13 +78,13 @@ def test_load_above_capacity_is_shed_at_the_value_of_lost_load():
         result = dcopf(network, pd, cost_poly=linear, params=DCOPFParams(voll=5000.0))
         ref = solve(network, pd, cost_poly=linear, voll=5000.0, form="b_theta")
         _check(result, ref, network, "case9 x3 load")
-    assert bool(result.infeasible)
-    capacity = float(np.sum(network.pmax_mw))
-    assert float(jnp.sum(result.shed_mw)) == pytest.approx(np.sum(pd) - capacity, abs=1e-5)
-    np.testing.assert_allclose(result.pg_mw, network.pmax_mw, atol=1e-5)
-    assert np.all(np.asarray(result.gen_at_pmax))
-    np.testing.assert_allclose(result.lmp, 5000.0, atol=1e-3)
-    assert float(result.cost) >= 5000.0 * (np.sum(pd) - capacity)
+        assert bool(result.infeasible)
+        capacity = float(np.sum(network.pmax_mw))
+        assert float(jnp.sum(result.shed_mw)) == pytest.approx(np.sum(pd) - capacity, abs=1e-5)
+        np.testing.assert_allclose(result.pg_mw, network.pmax_mw, atol=1e-5)
+        assert np.all(np.asarray(result.gen_at_pmax))
+        np.testing.assert_allclose(result.lmp, 5000.0, atol=1e-3)
+        assert float(result.cost) >= 5000.0 * (np.sum(pd) - capacity)
 
 
 # two steps of tso300-v0 in float64 (random commitments, load shed behind binding lines:
