@@ -417,7 +417,7 @@ def make_train(
             runner.actor.params, runner, env_params, k_roll
         )
         # a NaN or infinite entry makes the norm so (as does a norm past the dtype's
-        # range, whose clipped step would be 0 anyway): one reduction for both
+        # range, whose clipped gradient would be 0 anyway): one reduction for both
         grad_norm = optax.tree.norm(grads)
         finite = jnp.isfinite(grad_norm)
         actor_state = jax.lax.cond(

@@ -116,15 +116,12 @@ def pypower_problem(name):
 def _lightsim2grid(name, scale):
     """``(vm, va_deg)`` of lightsim2grid's Newton-Raphson on PYPOWER's Y_bus and S_bus, or
     ``None`` where it does not converge."""
-    try:  # lightsim2grid >= 1.2 names its solvers by algorithm
-        from lightsim2grid.algorithm import NR_SparseLU as SparseLUSolver
-    except ImportError:
-        from lightsim2grid.solver import SparseLUSolver
+    from lightsim2grid.algorithm import NR_SparseLU
     from pandapower.pypower.makeSbus import makeSbus
 
     base, bus, gen, y_bus, v0, ref, pv, pq, weights = pypower_problem(name)
     bus[:, 2:4] *= scale  # PD, QD
-    solver = SparseLUSolver()
+    solver = NR_SparseLU()
     ok = solver.compute_pf(
         y_bus, v0, makeSbus(base, bus, gen).astype(complex), ref, weights, pv, pq, 50, 1e-10
     )
