@@ -68,6 +68,7 @@ import jax
 import jax.numpy as jnp
 
 from jaxgrid import spaces
+from jaxgrid.gc_pause import gc_paused
 from jaxgrid.masked import masked_apply
 from jaxgrid.numerics import full_precision
 from jaxgrid.rewards.abort import check_abort
@@ -247,6 +248,7 @@ class Environment(abc.ABC, Generic[TState, TParams]):
 
     # -- the contract, shared by all environments -------------------------------------
 
+    @gc_paused
     @full_precision
     def reset(self, key: PRNGKey, params: TParams | None = None) -> tuple[PyTree, TState]:
         """Start an episode: ``(obs, state)``."""
@@ -254,6 +256,7 @@ class Environment(abc.ABC, Generic[TState, TParams]):
             params = self.default_params()
         return self._compiled("reset_env")(key, params)
 
+    @gc_paused
     @full_precision
     def step_env(
         self, key: PRNGKey, state: TState, action: PyTree, params: TParams | None = None
@@ -304,6 +307,7 @@ class Environment(abc.ABC, Generic[TState, TParams]):
         )
         return tr.obs, tr.state, reward, terminated, tr.truncated, info
 
+    @gc_paused
     @full_precision
     def step(
         self, key: PRNGKey, state: TState, action: PyTree, params: TParams | None = None

@@ -343,3 +343,39 @@ def test_random_baseline_keeps_to_the_action_mask():
     random = jax.jit(env.baselines(params)["random"])
     chosen = np.stack([np.asarray(random(jax.random.PRNGKey(k), obs)) for k in range(64)])
     assert mask[np.arange(env.num_agents), chosen].all()
+
+
+def test_the_cycle_collector_pauses_while_a_step_traces():
+    """The environment's own code traces with the collector off (jaxgrid/gc_pause.py),
+    and the collector is on again after it (and stays off where the caller had
+    switched it off, also when the step raises)."""
+    import gc
+
+    seen = []
+
+    class Watched(toy_envs.Tanks):
+        def reset_env(self, key, params):
+            seen.append(("reset", gc.isenabled()))
+            return super().reset_env(key, params)
+
+        def transition(self, key, state, action, params):
+            seen.append(("transition", gc.isenabled()))
+            return super().transition(key, state, action, params)
+
+    env = Watched()
+    keys = jax.random.split(KEY, 4)
+    _, state = jax.vmap(env.reset)(keys)
+    action = jax.vmap(env.action_space(env.default_params()).sample)(keys)
+    jax.make_jaxpr(jax.vmap(env.step))(keys, state, action)
+    assert seen and not any(enabled for _, enabled in seen), seen
+    assert {"reset", "transition"} <= {where for where, _ in seen}
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        jax.make_jaxpr(jax.vmap(env.step))(keys, state, action)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+    with pytest.raises(ValueError):
+        env.step(KEY, jax.tree_util.tree_map(lambda x: x[0], state), jnp.zeros(5))
+    assert gc.isenabled()
