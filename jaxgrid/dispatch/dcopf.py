@@ -1209,26 +1209,16 @@ def _interior_point(p: _Problem, iterations: int) -> _Solution:
         ratio = jnp.where(mask & (delta < 0), -value / jnp.where(delta < 0, delta, -1.0), jnp.inf)
         return jnp.min(ratio, initial=jnp.inf)
 
-    def max_step(st: _State, d: _State):
-        primal = jnp.minimum(
-            jnp.minimum(
-                step_to_boundary(st.x, d.x, act), step_to_boundary(upper - st.x, -d.x, act)
-            ),
-            jnp.minimum(
-                step_to_boundary(st.s_lo, d.s_lo, p.lo_on),
-                step_to_boundary(st.s_hi, d.s_hi, p.hi_on),
-            ),
-        )
-        dual = jnp.minimum(
-            jnp.minimum(
-                step_to_boundary(st.v_lo, d.v_lo, act), step_to_boundary(st.v_hi, d.v_hi, act)
-            ),
-            jnp.minimum(
-                step_to_boundary(st.y_lo, d.y_lo, p.lo_on),
-                step_to_boundary(st.y_hi, d.y_hi, p.hi_on),
-            ),
-        )
-        return jnp.minimum(primal, dual)
+    # which entries of a packed iterate are bounded below by 0 (all but the balance price)
+    bounded = _State(
+        act, jnp.zeros((), bool), p.lo_on, p.hi_on, p.lo_on, p.hi_on, act, act
+    ).packed()
+
+    def max_step(z, dz):
+        """The longest step along ``dz`` from ``z`` (packed) that keeps the slacks, the
+        duals and ``upper - x`` nonnegative: two reductions, not one a field."""
+        x, dx = z[: len(p.c)], dz[: len(p.c)]
+        return jnp.minimum(step_to_boundary(z, dz, bounded), step_to_boundary(upper - x, -dx, act))
 
     def iterate(carry):
         (z, done, count, reg), (best, found) = carry
@@ -1252,8 +1242,9 @@ def _interior_point(p: _Problem, iterations: int) -> _Solution:
             jnp.where(act, -(upper - st.x) * st.v_hi, 0.0),
         )
         d_aff = newton(st, k, (*base_rhs, *c_aff))
-        alpha_aff = jnp.minimum(1.0, max_step(st, d_aff))
-        trial = unpack(z + alpha_aff * d_aff.packed())
+        dz_aff = d_aff.packed()
+        alpha_aff = jnp.minimum(1.0, max_step(z, dz_aff))
+        trial = unpack(z + alpha_aff * dz_aff)
         mu_aff = complementarity(trial)[0] / n_pairs
         sigma = jnp.clip((mu_aff / jnp.maximum(mu, jnp.finfo(dtype).tiny)) ** 3, 0.0, 1.0)
         # centre at least halfway while the dual residual lags the complementarity (each
@@ -1273,8 +1264,9 @@ def _interior_point(p: _Problem, iterations: int) -> _Solution:
             jnp.where(act, target - (upper - st.x) * st.v_hi + d_aff.x * d_aff.v_hi, 0.0),
         )
         d = newton(st, k, (*base_rhs, *c_cor))
-        alpha = jnp.minimum(1.0, 0.99 * max_step(st, d))
-        new = z + alpha * d.packed()
+        dz = d.packed()
+        alpha = jnp.minimum(1.0, 0.99 * max_step(z, dz))
+        new = z + alpha * dz
         finite = jnp.all(jnp.isfinite(new))
         keep = done | ~finite
         new = jnp.where(keep, z, new)
