@@ -67,17 +67,9 @@ def resample(series: np.ndarray, factor: int) -> np.ndarray:
 
 
 def sample_start(key: PRNGKey, days: Array, steps_per_day: int) -> Array:
-    """First time step of an episode starting on a day drawn uniformly from ``days``.
-
-    One draw of 32 random bits, taken modulo the number of days (a bias below
-    ``len(days) / 2**32``, under 1e-7 for a year of days). ``jax.random.choice`` drew
-    twice and split its key (``randint``'s unbiased construction): three Threefry
-    hashes, each a loop of kernels on a CPU, in every environment's reset and so in
-    every step's auto-reset; ``tso14-v0``'s ``jax.vmap(env.step)`` compiled 485
-    kernels with it and 467 with this.
-    """
-    index = jax.random.bits(key, (), jnp.uint32) % jnp.uint32(days.shape[0])
-    return (jnp.asarray(days)[index] * steps_per_day).astype(jnp.int32)
+    """First time step of an episode starting on a day drawn uniformly from ``days``."""
+    day = jax.random.choice(key, days)
+    return (day * steps_per_day).astype(jnp.int32)
 
 
 def feeder_loads(profiles: Profiles, row, load_profile: Array, load_scale, feeder):

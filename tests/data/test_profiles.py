@@ -1,7 +1,6 @@
 """Profile data: the bundled SimBench year, resampling, prices, splits, synthetic fallback."""
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -94,24 +93,6 @@ def test_split_and_episode_sampling():
     assert set((np.asarray(starts) // 24).tolist()) <= set(test.tolist())
     p = simbench_profiles(24)
     np.testing.assert_array_equal(p.for_testing().days, p.held_out)
-
-
-def test_episode_days_are_uniform_from_one_random_draw():
-    """Every day is drawn about equally often (a chi-square test at 1e-4), and a draw
-    hashes the key once: each Threefry hash is a loop of kernels in every step's
-    auto-reset (``jax.random.choice`` hashed three times)."""
-    days = jnp.arange(7, 14, dtype=jnp.int32)
-    keys = jax.random.split(jax.random.PRNGKey(1), 70_000)
-    starts = np.asarray(jax.jit(jax.vmap(lambda k: sample_start(k, days, 48)))(keys))
-    assert np.all(starts % 48 == 0)
-    counts = np.bincount(starts // 48 - 7, minlength=7)
-    assert counts.shape == (7,)
-    expected = len(keys) / 7
-    # 27.86: the chi-square distribution's 1 - 1e-4 quantile at 6 degrees of freedom
-    assert np.sum((counts - expected) ** 2 / expected) < 27.86
-    jaxpr = str(jax.make_jaxpr(lambda k: sample_start(k, days, 48))(keys[0]))
-    hashes = [jaxpr.count(f"random_{kind}") for kind in ("bits", "split", "fold_in")]
-    assert hashes == [1, 0, 0]
 
 
 def test_synthetic_profiles_are_reproducible_and_plausible():
