@@ -918,8 +918,8 @@ class _State:
     def packed(self) -> Array:
         """``(2 n_var + 4 n_row + 1,)``: the fields end to end. The iteration moves,
         selects and tests the iterate as this one vector: one kernel each where the
-        fields took eight. ``tso14-v0``'s ``jax.vmap(env.step)`` compiled 434 kernels
-        instead of 467 and stepped 1.1-1.25x as fast at 1024 environments (the same
+        fields took eight. ``tso14-v0``'s ``jax.vmap(env.step)`` compiled 460 kernels
+        instead of 485 and stepped 1.1-1.25x as fast at 1024 environments (the same
         results, bit for bit, in float32 and float64)."""
         return jnp.concatenate(
             [
