@@ -1215,8 +1215,9 @@ def _interior_point(p: _Problem, iterations: int) -> _Solution:
     ).packed()
 
     def max_step(z, dz):
-        """The longest step along ``dz`` from ``z`` (packed) that keeps the slacks, the
-        duals and ``upper - x`` nonnegative: two reductions, not one a field."""
+        """The longest step along ``dz`` from ``z`` (packed) that keeps the outputs, their
+        headroom ``upper - x``, the slacks and the duals nonnegative: two reductions, not
+        one a field."""
         x, dx = z[: len(p.c)], dz[: len(p.c)]
         return jnp.minimum(step_to_boundary(z, dz, bounded), step_to_boundary(upper - x, -dx, act))
 
