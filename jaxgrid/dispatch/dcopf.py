@@ -152,12 +152,10 @@ case118 converges to about 1e-5 relative cost and 0.05 currency/MWh in LMPs.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 import jax
-import jax.extend
 import jax.numpy as jnp
 import numpy as np
 from flax import struct
@@ -552,40 +550,28 @@ def network_ptdf(network: Network) -> Array:
     ran and 18 % of its time (31.0 against 25.4 ms a step of 256 environments, one
     process, the two alternated).
 
-    The constant is computed by one compiled program (the leaves the PTDF does not read
-    stood in for by zeros where they are traced), kept for the process per network
-    structure and shapes: evaluated eagerly while tracing, each of the PTDF's operations
-    was compiled on its own, 43 programs and 1.7 s of tracing ``tso118-v0``'s step on a
-    2-core CPU, against 0.4 s for the one program (``jax.clear_caches`` does not drop it).
+    The constant is computed on the host by NumPy (the same functions with ``xp=numpy``,
+    in the network's own float64 where its data are NumPy's, rounded once to JAX's
+    default float type), a read of a traced leaf sending it to the traced path. Evaluated eagerly by
+    JAX, each of the PTDF's operations was compiled on its own (43 programs, 1.7 s of
+    tracing ``tso118-v0``'s step on a 2-core CPU); as one compiled program, 0.22 s of
+    every process's first trace of a network (case14 or case118), 0.2-0.3 s of
+    ``tso14-v0``'s 1.2-1.3 s of tracing in a fresh process; by NumPy, no compile at all.
+    A network whose DC equations are singular (an island without a slack bus) gets
+    JAX's result, as before.
     """
-    leaves, tree = jax.tree_util.tree_flatten(network)
-    shapes = tuple(jax.ShapeDtypeStruct(np.shape(leaf), leaf.dtype) for leaf in leaves)
-    read, program = _ptdf_program(tree, shapes, bool(jax.config.jax_enable_x64))
-    if any(r and isinstance(leaf, jax.core.Tracer) for r, leaf in zip(read, leaves)):
+    try:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            host = ptdf_matrix(network, xp=np)
+    except (
+        jax.errors.TracerArrayConversionError,
+        jax.errors.ConcretizationTypeError,
+        np.linalg.LinAlgError,
+    ):
         return ptdf_matrix(network)
-    return program(
-        *(
-            np.zeros(s.shape, s.dtype) if isinstance(leaf, jax.core.Tracer) else leaf
-            for leaf, s in zip(leaves, shapes)
-        )
-    )
-
-
-@functools.lru_cache(maxsize=64)
-def _ptdf_program(tree, shapes: tuple, x64: bool):
-    """``(read, program)`` for networks of structure ``tree`` and leaf ``shapes`` (and
-    JAX's ``x64`` mode): which leaves the PTDF reads, and the PTDF compiled as a function
-    of the leaves."""
-
-    def of_leaves(*leaves):
-        return ptdf_matrix(jax.tree_util.tree_unflatten(tree, leaves))
-
-    jaxpr = jax.make_jaxpr(of_leaves)(*shapes).jaxpr
-    literal = jax.extend.core.Literal
-    used = {v for eqn in jaxpr.eqns for v in eqn.invars if not isinstance(v, literal)}
-    used |= {v for v in jaxpr.outvars if not isinstance(v, literal)}
-    read = tuple(v in used for v in jaxpr.invars)
-    return read, jax.jit(of_leaves).lower(*shapes).compile()
+    if not isinstance(host, np.ndarray):  # a traced leaf read through a method
+        return ptdf_matrix(network)
+    return host.astype(jax.dtypes.canonicalize_dtype(host.dtype))
 
 
 def _problem_data(

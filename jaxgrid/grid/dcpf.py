@@ -68,37 +68,40 @@ class DCMatrices:
     p_branch_shift: Array
 
 
-def slack_index(network: Network) -> Array:
-    """``()`` int32 index of the slack bus: the first bus of type ``REF``."""
-    return jnp.argmax(network.bus_type == REF).astype(jnp.int32)
+def slack_index(network: Network, xp=jnp) -> Array:
+    """``()`` int32 index of the slack bus: the first bus of type ``REF`` (``xp`` the
+    array module: ``jax.numpy``, or ``numpy`` for a concrete network on the host)."""
+    return xp.argmax(network.bus_type == REF).astype(xp.int32)
 
 
 @full_precision
-def dc_matrices(network: Network) -> DCMatrices:
+def dc_matrices(network: Network, xp=jnp) -> DCMatrices:
     """The DC model of ``network`` (see :class:`DCMatrices`); out-of-service branches
-    contribute nothing."""
+    contribute nothing. ``xp`` is the array module: ``jax.numpy`` (traceable), or
+    ``numpy`` to compute it on the host for a concrete network."""
     on = network.branch_in_service
-    x = jnp.where(on, network.x_pu * network.tap, 1.0)
-    b = jnp.where(on, 1.0 / x, 0.0)
-    incidence = _incidence(network).astype(b.dtype)  # (n_branch, n_bus)
+    x = xp.where(on, network.x_pu * network.tap, 1.0)
+    b = xp.where(on, 1.0 / x, 0.0)
+    incidence = _incidence(network, xp).astype(b.dtype)  # (n_branch, n_bus)
     b_branch = b[:, None] * incidence
     b_bus = incidence.T @ b_branch
-    p_branch_shift = -b * jnp.deg2rad(network.shift_deg)
+    p_branch_shift = -b * xp.deg2rad(network.shift_deg)
     p_bus_shift = incidence.T @ p_branch_shift
     return DCMatrices(b_bus, b_branch, p_bus_shift, p_branch_shift)
 
 
 @full_precision
-def reduced_inverse(network: Network, b_bus: Array) -> Array:
+def reduced_inverse(network: Network, b_bus: Array, xp=jnp) -> Array:
     """``(n_bus, n_bus)`` inverse of ``b_bus`` with the slack bus's row and column (and those
     of buses without any in-service branch) removed, padded with zeros back to full
-    size: ``theta = X @ P`` are the angles, pu, for injections ``P`` with the slack at 0."""
-    keep = _solved_buses(network, b_bus)
-    eye = jnp.eye(network.n_bus, dtype=b_bus.dtype)
+    size: ``theta = X @ P`` are the angles, pu, for injections ``P`` with the slack at 0
+    (``xp`` the array module, as in :func:`dc_matrices`)."""
+    keep = _solved_buses(network, b_bus, xp)
+    eye = xp.eye(network.n_bus, dtype=b_bus.dtype)
     mask = keep[:, None] & keep[None, :]
-    reduced = jnp.where(mask, b_bus, eye)
-    inverse = jnp.linalg.inv(reduced)
-    return jnp.where(mask, inverse, 0.0)
+    reduced = xp.where(mask, b_bus, eye)
+    inverse = xp.linalg.inv(reduced)
+    return xp.where(mask, inverse, 0.0)
 
 
 @jax.jit  # one program when called eagerly (docs: Physics, Solvers)
@@ -156,16 +159,16 @@ def bus_injection_mw(network: Network, pg_mw: Array, pd_mw: Array) -> Array:
     return pg @ at_bus.astype(pg.dtype) - pd_mw - network.gs_mw
 
 
-def _incidence(network: Network) -> Array:
+def _incidence(network: Network, xp=jnp) -> Array:
     """``(n_branch, n_bus)`` int: +1 at each branch's from bus, -1 at its to bus."""
-    buses = jnp.arange(network.n_bus)
-    return (network.branch_from[:, None] == buses).astype(jnp.int32) - (
+    buses = xp.arange(network.n_bus)
+    return (network.branch_from[:, None] == buses).astype(xp.int32) - (
         network.branch_to[:, None] == buses
-    ).astype(jnp.int32)
+    ).astype(xp.int32)
 
 
-def _solved_buses(network: Network, b_bus: Array) -> Array:
+def _solved_buses(network: Network, b_bus: Array, xp=jnp) -> Array:
     """``(n_bus,)`` bool: buses whose angle the DC equations solve (not the slack, not a
     bus without any in-service branch)."""
-    connected = jnp.diagonal(b_bus) != 0
-    return connected & (jnp.arange(network.n_bus) != slack_index(network))
+    connected = xp.diagonal(b_bus) != 0
+    return connected & (xp.arange(network.n_bus) != slack_index(network, xp))

@@ -27,12 +27,13 @@ from jaxgrid.types import Array
 
 
 @full_precision
-def ptdf(network: Network) -> Array:
+def ptdf(network: Network, xp=jnp) -> Array:
     """``(n_branch, n_bus)`` PTDF, MW of branch flow (from -> to) per MW injected at a bus
     and withdrawn at the slack bus (whose column is 0); rows of out-of-service branches
-    are 0, as are the columns of buses without any in-service branch."""
-    m = dc_matrices(network)
-    return m.b_branch @ reduced_inverse(network, m.b_bus)
+    are 0, as are the columns of buses without any in-service branch. ``xp`` is the array
+    module: ``jax.numpy`` (traceable), or ``numpy`` for a concrete network on the host."""
+    m = dc_matrices(network, xp)
+    return m.b_branch @ reduced_inverse(network, m.b_bus, xp)
 
 
 @full_precision

@@ -92,6 +92,10 @@ def test_ptdf_and_lodf_are_pypowers(name):
         factors, bridge = (np.asarray(a) for a in jax.jit(lodf)(network))
     np.testing.assert_allclose(h, expected_ptdf, atol=1e-9)
     assert np.all(h[:, slack] == 0)
+    # the same functions on the host (NumPy), as the DC-OPF computes its constant PTDF
+    host = ptdf(network, xp=np)
+    assert isinstance(host, np.ndarray)
+    np.testing.assert_allclose(host, expected_ptdf, atol=1e-9)
     np.testing.assert_array_equal(bridge, bridges(network))
     assert np.all(np.isfinite(factors))
     ok = ~bridge
