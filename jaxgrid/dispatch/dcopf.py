@@ -560,9 +560,13 @@ def network_ptdf(network: Network) -> Array:
     A network whose DC equations are singular (an island without a slack bus) gets
     JAX's result, as before.
     """
+    # concrete leaves as NumPy's (a device array would run JAX's operations one by one)
+    on_host = jax.tree_util.tree_map(
+        lambda leaf: leaf if isinstance(leaf, jax.core.Tracer) else np.asarray(leaf), network
+    )
     try:
         with np.errstate(divide="ignore", invalid="ignore"):
-            host = ptdf_matrix(network, xp=np)
+            host = ptdf_matrix(on_host, xp=np)
     except (
         jax.errors.TracerArrayConversionError,
         jax.errors.ConcretizationTypeError,

@@ -402,13 +402,17 @@ def test_the_ptdf_constant_is_computed_on_the_host_and_is_pypowers_ptdf():
 
     jax.clear_caches()
     jax.monitoring.register_event_duration_secs_listener(listener)
+    on_device = jax.device_put(network)  # leaves as JAX arrays (float32 data)
     try:
         jax.jit(loads_traced).trace(network.pd_mw)
+        # still on the host, not JAX's operations one by one
+        constants.append(network_ptdf(on_device))
     finally:
         jax.monitoring.unregister_event_duration_listener(listener)
     assert not compiles, f"{len(compiles)} programs compiled"
-    assert isinstance(constants[0], np.ndarray)
+    assert all(isinstance(c, np.ndarray) for c in constants)
     assert constants[0].dtype == jnp.result_type(float)
+    np.testing.assert_allclose(constants[1], reference, atol=1e-5)
     np.testing.assert_allclose(constants[0], reference, atol=1e-5)
     reactance_traced = jax.jit(lambda x: network_ptdf(network.replace(x_pu=x)))
     np.testing.assert_allclose(reactance_traced(network.x_pu), reference, atol=1e-5)
