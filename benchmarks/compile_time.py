@@ -13,10 +13,10 @@ kernels of the compiled step (what code generation is proportional to). The issu
 
 With ``--repeats N`` (N > 1) each environment is measured in N fresh processes, one after
 the other, and the table gives the medians, with every run's step total beside them: what
-a user who starts a process and jits the step waits, one-off work included (the PTDF's
-program of a transmission network, compiled once per process), and a verdict that one
-run's noise does not decide (the same program's compile moves by 10-15 % from one minute
-to the next on this machine).
+a user who starts a process and jits the step waits, one-off work included (whatever a
+process traces or compiles once), and a verdict that one run does not decide: in one
+process the same program's time depended on what the process had compiled before it
+(``tso14-v0``'s step 4.7-5.8 s), in fresh processes its runs agree to 0.1-0.3 s.
 """
 
 from __future__ import annotations

@@ -552,10 +552,10 @@ def network_ptdf(network: Network) -> Array:
 
     The constant is computed on the host by NumPy (the same functions with ``xp=numpy``,
     in the network's own float64 where its data are NumPy's, rounded once to JAX's
-    default float type), a read of a traced leaf sending it to the traced path. Evaluated eagerly by
-    JAX, each of the PTDF's operations was compiled on its own (43 programs, 1.7 s of
-    tracing ``tso118-v0``'s step on a 2-core CPU); as one compiled program, 0.22 s of
-    every process's first trace of a network (case14 or case118), 0.2-0.3 s of
+    default float type); a read of a traced leaf sends it to the traced path. Evaluated
+    eagerly by JAX, each of the PTDF's operations was compiled on its own (43 programs,
+    1.7 s of tracing ``tso118-v0``'s step on a 2-core CPU); as one compiled program,
+    0.22 s of every process's first trace of a network (case14 or case118), 0.2-0.3 s of
     ``tso14-v0``'s 1.2-1.3 s of tracing in a fresh process; by NumPy, no compile at all.
     A network whose DC equations are singular (an island without a slack bus) gets
     JAX's result, as before.
