@@ -152,6 +152,7 @@ case118 converges to about 1e-5 relative cost and 0.05 currency/MWh in LMPs.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
@@ -565,15 +566,16 @@ def network_ptdf(network: Network) -> Array:
         lambda leaf: leaf if isinstance(leaf, jax.core.Tracer) else np.asarray(leaf), network
     )
     try:
-        with np.errstate(divide="ignore", invalid="ignore"):
+        # a traced leaf may pass through JAX's operations (and their dtype warnings) before
+        # NumPy refuses it; the traced path then computes the PTDF
+        with np.errstate(divide="ignore", invalid="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
             host = ptdf_matrix(on_host, xp=np)
     except (
         jax.errors.TracerArrayConversionError,
         jax.errors.ConcretizationTypeError,
         np.linalg.LinAlgError,
     ):
-        return ptdf_matrix(network)
-    if not isinstance(host, np.ndarray):  # a traced leaf read through a method
         return ptdf_matrix(network)
     return host.astype(jax.dtypes.canonicalize_dtype(host.dtype))
 

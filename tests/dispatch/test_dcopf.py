@@ -365,6 +365,26 @@ def test_cost_grows_with_load(solvers, scale, more):
         assert float(r.cost[1]) >= float(r.cost[0]) - 1e-6 * abs(float(r.cost[0]))
 
 
+@pytest.mark.parametrize(
+    "field", ["x_pu", "tap", "branch_in_service", "branch_from", "branch_to", "bus_type"]
+)
+def test_the_ptdf_is_traced_when_a_field_it_reads_is(field):
+    """Each field the PTDF reads, traced, sends it to the traced path (NumPy cannot read a
+    tracer): the PTDF still, a value of the program rather than a constant."""
+    from jaxgrid.dispatch.dcopf import network_ptdf
+
+    network = network_from_matpower("case14")
+    seen = []
+
+    def traced(value):
+        seen.append(network_ptdf(network.replace(**{field: value})))
+        return seen[-1]
+
+    out = jax.jit(traced)(getattr(network, field))
+    assert isinstance(seen[0], jax.core.Tracer)
+    np.testing.assert_allclose(out, pypower_ptdf(vars(network)), atol=1e-5)
+
+
 def test_the_ptdf_of_an_island_without_slack_is_jaxs_as_before():
     """Where the DC equations are singular (case118 without its branch 6 leaves two buses
     without the slack), NumPy refuses to invert them; ``network_ptdf`` then gives what
