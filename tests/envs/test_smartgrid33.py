@@ -65,3 +65,24 @@ def test_solver_and_penalty_are_arguments_like_the_other_feeder_envs():
     exact = distflow(params.feeder, p, q, iterations=7)
     np.testing.assert_allclose(info["vm_pu"], linear.vm_pu, atol=1e-6)
     assert float(jnp.max(jnp.abs(linear.vm_pu - exact.vm_pu))) > 1e-4  # a different model
+
+
+@pytest.mark.parametrize("background_share", [0.5, 3.5])
+def test_the_reset_is_the_idle_feeders_ac_power_flow(background_share):
+    """The reset's voltages (every agent idle: the background load alone) are the AC
+    power flow's, judged by pandapower, also at 3.5x case33bw's load, near the nose of
+    the PV curve, where five sweeps do not converge."""
+    from conftest import ac_loadability
+
+    env, params = jaxgrid.make("smartgrid33-v0", background_share=background_share)
+    f = params.feeder
+    p = background_share * np.asarray(f.p_load_mw)
+    q = background_share * np.asarray(f.q_load_mvar)
+    share, net = ac_loadability(f, p, q)
+    assert share == 1.0
+    obs, state = env.reset(KEY, params)
+    vm_ac = net.res_bus.vm_pu.to_numpy()
+    np.testing.assert_allclose(state.vm_pu, vm_ac, atol=2e-5)
+    np.testing.assert_allclose(obs[:, 11], vm_ac[np.asarray(params.agent_bus)], atol=2e-5)
+    if background_share > 1.0:
+        assert not bool(distflow(f, p, q, iterations=env.distflow_iterations).converged)

@@ -13,6 +13,7 @@ from jaxgrid.grid import case33bw, case69, case141, distflow, from_branch_table,
 from jaxgrid.grid.distflow_newton import distflow_newton
 from jaxgrid.grid.fallback import distflow_with_fallback
 from jaxgrid.grid.result import PowerFlowResult
+from jaxgrid.grid.solvers import DISTFLOW, LINDISTFLOW, solve_feeder_by_newton
 
 pytest.importorskip("pandapower")
 CASES = {"case33bw": case33bw, "case69": case69, "case141": case141}
@@ -61,6 +62,29 @@ def test_near_the_nose_newton_finds_the_solution_the_sweep_misses():
     res32 = distflow_with_fallback(feeder, p, q)  # float32, the environments' default
     assert bool(res32.converged)
     np.testing.assert_allclose(res32.vm_pu, vm_ac, atol=2e-5)
+
+
+def test_the_shared_solve_is_newton_from_lindistflow():
+    """``solve_feeder_by_newton`` (a solve that a batch shares: a reset's idle feeder)
+    finds the AC solution near the nose without any sweep, at pandapower's voltages, and
+    is LinDistFlow's exactly where the solver leaf says so."""
+    feeder = case33bw()
+    p, q = 3.5 * np.asarray(feeder.p_load_mw), 3.5 * np.asarray(feeder.q_load_mvar)
+    _, net = ac_loadability(feeder, p, q)
+    vm_ac = net.res_bus.vm_pu.to_numpy()
+    solve = jax.jit(solve_feeder_by_newton)
+    with x64():
+        res = solve(feeder, p, q, DISTFLOW)
+        assert bool(res.converged) and float(res.mismatch_pu) < 1e-9
+        np.testing.assert_allclose(res.vm_pu, vm_ac, atol=1e-8)
+    res32 = solve(feeder, p, q, DISTFLOW)
+    assert bool(res32.converged)
+    np.testing.assert_allclose(res32.vm_pu, vm_ac, atol=2e-5)
+    linear = solve(feeder, p, q, LINDISTFLOW)
+    for got, want in zip(
+        jax.tree_util.tree_leaves(linear), jax.tree_util.tree_leaves(lindistflow(feeder, p, q))
+    ):
+        np.testing.assert_array_equal(got, want)
 
 
 @pytest.mark.parametrize("load", [3.75, 5.0])

@@ -20,7 +20,7 @@ from jaxgrid.grid.distflow_newton import distflow_newton
 from jaxgrid.grid.fallback import distflow_with_fallback
 from jaxgrid.grid.limits import branch_loading
 from jaxgrid.grid.sensitivity import lodf, ptdf
-from jaxgrid.grid.solvers import DISTFLOW, solve_feeder
+from jaxgrid.grid.solvers import DISTFLOW, solve_feeder, solve_feeder_by_newton
 from jaxgrid.grid.three_phase import load_feeder3
 from jaxgrid.grid.three_phase.lindist3flow import lindist3flow, lindist3flow_model
 from jaxgrid.grid.three_phase.port_zbus import build_port_zbus, port_power_flow
@@ -49,6 +49,9 @@ def _feeder_cases():
         "distflow_newton": with_derived(distflow_newton),
         "distflow_with_fallback": with_derived(distflow_with_fallback),
         "solve_feeder": with_derived(lambda f, a, b: solve_feeder(f, a, b, DISTFLOW, 20)),
+        "solve_feeder_by_newton": with_derived(
+            lambda f, a, b: solve_feeder_by_newton(f, a, b, DISTFLOW)
+        ),
     }
 
 

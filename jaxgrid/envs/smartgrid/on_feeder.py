@@ -5,7 +5,8 @@ at one bus of the feeder. Their net draw from the network in an hour,
 ``grid_consumption + store_energy + buy_energy - give_energy - sell_energy`` (Wh over one
 hour, i.e. W), becomes an active load at that bus (reactive at ``power_factor``), on top
 of a constant background share of the feeder's base load; the feeder is solved every
-step (DistFlow, Newton-Raphson where its sweep does not converge). The observation gains
+step (DistFlow, Newton-Raphson where its sweep does not converge; the reset's idle feeder
+by Newton-Raphson alone). The observation gains
 the agent's bus voltage (12 columns); the costs ``voltage_band`` and ``thermal`` (assumed
 ratings where the case has none) join the ethical objectives, which are unchanged.
 
@@ -30,7 +31,7 @@ from jaxgrid.envs.smartgrid.env import SmartGrid
 from jaxgrid.envs.smartgrid.types import SmartgridParams, SmartgridState
 from jaxgrid.grid.feeder import Feeder
 from jaxgrid.grid.limits import branch_loading, voltage_violation_pu
-from jaxgrid.grid.solvers import SOLVERS, hold_failed, solve_feeder
+from jaxgrid.grid.solvers import SOLVERS, hold_failed, solve_feeder, solve_feeder_by_newton
 from jaxgrid.rewards.abort import AbortConditions
 from jaxgrid.types import Array
 from jaxgrid.validation import validate_params
@@ -139,6 +140,13 @@ class SmartGridOnFeeder(Environment):
         p, q = self.bus_loads(enacted, params)
         return solve_feeder(params.feeder, p, q, params.solver, self.distflow_iterations)
 
+    def idle_power_flow(self, dtype, params: FeederParams):
+        """The feeder with every agent idle (its background load only): the reset's,
+        the same for every environment of a batch (params only), so solved by
+        :func:`~jaxgrid.grid.solvers.solve_feeder_by_newton`."""
+        p, q = self.bus_loads(jnp.zeros((6, self.num_agents), dtype), params)
+        return solve_feeder_by_newton(params.feeder, p, q, params.solver)
+
     def observe(self, state: FeederState, params: FeederParams):
         inner = self.society.observe(state.society, params.society)
         return jnp.concatenate(
@@ -147,8 +155,7 @@ class SmartGridOnFeeder(Environment):
 
     def reset_env(self, key, params: FeederParams):
         _, society = self.society.reset_env(key, params.society)
-        idle = jnp.zeros((6, self.num_agents), society.buildings.storage.dtype)
-        flow = hold_failed(self.power_flow(idle, params), 1.0)
+        flow = hold_failed(self.idle_power_flow(society.buildings.storage.dtype, params), 1.0)
         state = FeederState(society=society, vm_pu=flow.vm_pu)
         return self.observe(state, params), state
 
