@@ -187,14 +187,51 @@ def sort_last_axis(values: Array) -> Array:
 def median(values: Array) -> Array:
     """``np.median`` over the last axis (the mean of the two middle values for even ``n``).
 
-    The two middle values are summed by a reduction: XLA materialises a reduction's
-    result, whereas a purely elementwise network would be fused into, and recomputed
-    for, every element of whatever consumes the median.
+    Up to 32 values, the two middle ones of :func:`sort_last_axis`'s network (XLA fuses
+    the network into each consumer of the median: ``smartgrid33-v0``'s step holds it
+    three times). Above 32, the lower middle one by :func:`order_statistic` and the
+    upper one as the least value above it where fewer than ``n // 2 + 1`` are at or
+    below it: the network's min/max operations grow as ``n log^2 n``, and XLA compiles
+    each into every consumer. Measured under ``jax.vmap(env.step)`` on this 2-core CPU,
+    fresh processes alternated: ``smartgrid-medium-v0`` (100 agents, 1024 environments)
+    compiled in 1.7-2.0 s instead of 4.6-5.1 s and stepped as fast (2.8-3.1e5
+    env-steps/s against 2.6-3.3e5); at 26 values (``smartgrid-v0``, 4096 environments)
+    the bisection stepped at 0.9-1.3e6 against the network's 1.4-1.6e6.
     """
-    ordered = sort_last_axis(values)
     n = values.shape[-1]
+    if n > 32:
+        low = order_statistic(values, (n - 1) // 2)
+        at_or_below = jnp.sum(values <= low[..., None], axis=-1)
+        above = jnp.min(jnp.where(values > low[..., None], values, jnp.inf), axis=-1)
+        return (low + jnp.where(at_or_below > n // 2, low, above)) * 0.5
+    ordered = sort_last_axis(values)
     middle = jnp.stack([ordered[..., (n - 1) // 2], ordered[..., n // 2]], axis=-1)
     return jnp.sum(middle, axis=-1) * 0.5
+
+
+def order_statistic(values: Array, rank: int) -> Array:
+    """``jnp.sort(values, axis=-1)[..., rank]`` (float32 or float64 ``values``, a static
+    ``rank``) by bisection on the values' bit patterns: each float mapped to an integer
+    of the same order (negative ones' magnitude bits flipped), and the least integer
+    with more than ``rank`` values at or below it found in one halving of the integer
+    range per bit (32 or 64 steps of a rolled ``lax.fori_loop``, each a count over the
+    last axis). Exact: the result is one of ``values``, bit for bit."""
+    bits = jnp.finfo(values.dtype).bits
+    itype = jnp.int32 if bits == 32 else jnp.int64
+    top = jnp.iinfo(itype).max
+    raw = jax.lax.bitcast_convert_type(values, itype)
+    keys = jnp.where(raw < 0, raw ^ top, raw)
+    lo = jnp.full(values.shape[:-1], jnp.iinfo(itype).min, itype)
+    hi = jnp.full_like(lo, top)
+
+    def halve(_, bounds):
+        lo, hi = bounds
+        mid = (lo >> 1) + (hi >> 1) + (lo & hi & 1)  # no overflow
+        enough = jnp.sum(keys <= mid[..., None], axis=-1, dtype=itype) > rank
+        return jnp.where(enough, lo, mid + 1), jnp.where(enough, mid, hi)
+
+    lo, _ = jax.lax.fori_loop(0, bits, halve, (lo, hi))
+    return jax.lax.bitcast_convert_type(jnp.where(lo < 0, lo ^ top, lo), values.dtype)
 
 
 def gauss_jordan_inverse(a: Array) -> Array:

@@ -1,3 +1,5 @@
+import contextlib
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -8,7 +10,9 @@ from jaxgrid.data.profiles import Profiles, feeder_loads
 from jaxgrid.grid import case33bw
 from jaxgrid.numerics import (
     gauss_jordan_inverse,
+    median,
     one_hot_take,
+    order_statistic,
     positive_definite_solve,
     skip_zero,
     small_inverse,
@@ -229,3 +233,26 @@ def test_skip_zero_has_the_derivatives_of_fn_also_where_fn_is_zero():
     shared = jax.vmap(lambda x, t: skip_zero(t != 1.0, _tap_like, t, x), in_axes=(0, None))
     cs = jnp.stack([c, 2 * c])
     np.testing.assert_allclose(jax.grad(lambda t: jnp.sum(shared(cs, t)))(1.0), -3.0)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_order_statistics_and_median_are_numpys_bit_for_bit(dtype):
+    """The bisection on the values' bits (``median`` above 32 values) picks numpy's
+    sorted entries exactly: negative values, signed zeros, ties, infinities."""
+    rng = np.random.default_rng(7)
+    values = rng.normal(size=(40, 101))
+    values[:5, :30] = 0.0
+    values[5:10, :30] = -0.0
+    values[10:15] = np.round(values[10:15])  # ties
+    values[15, :3] = [np.inf, -np.inf, -np.inf]
+    values[16:20] *= 1e-30  # tiny but normal: XLA flushes subnormal arithmetic to zero
+    with x64() if dtype == "float64" else contextlib.nullcontext():
+        x = jnp.asarray(values, dtype)
+        ordered = np.sort(np.asarray(x), axis=-1)
+        for rank in (0, 17, 50, 100):
+            got = np.asarray(jax.jit(order_statistic, static_argnums=1)(x, rank))
+            np.testing.assert_array_equal(got, ordered[:, rank])
+        for n in (33, 64, 100, 101):
+            ordered = np.sort(np.asarray(x[:, :n]), axis=-1)
+            want = (ordered[:, (n - 1) // 2] + ordered[:, n // 2]) * np.asarray(0.5, dtype)
+            np.testing.assert_array_equal(np.asarray(jax.jit(median)(x[:, :n])), want)

@@ -44,6 +44,15 @@ def test_daily_mix_extreme_actions(kind):
         assert theirs["obs"][..., 2].min() == 0.0
 
 
+def test_smartgrid_medium_society_random_actions():
+    """``smartgrid-medium-v0``'s 100 agents: their median comfort (``well_being``, and
+    ``exclusion`` below half of it) is found by bisection above 32 agents, not by the
+    sorting network of the smaller societies."""
+    mix = {"Household": 80, "Office": 19, "School": 1}
+    ours, theirs = parity(mix, "annually", NUMERIC, "random", 100, seed=4)
+    smartgrid_peer.compare(ours, theirs, NUMERIC)
+
+
 @full_only
 @pytest.mark.parametrize("mix", [{"Household": 5}, {"Office": 2, "School": 2}])
 def test_other_mixes_random_actions(mix):
