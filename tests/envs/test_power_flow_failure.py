@@ -75,6 +75,39 @@ def test_a_failed_power_flow_ends_the_episode_with_the_penalty(name):
     assert_tree_finite(info["final_observation"], "the final observation")
 
 
+def _overloaded_any(name, params):
+    """``params`` under which no power flow of ``name`` has a solution."""
+    if name.startswith("voltage13") or name.startswith("voltage123"):
+        return params.replace(load_scale=jnp.float32(100.0))
+    return overloaded(params)
+
+
+@pytest.mark.parametrize(
+    "name", sampled([*FEEDER_ENVS, "voltage13-v0"], keep=("voltage33-v0", "voltage13-v0"))
+)
+def test_a_start_without_a_power_flow_solution_fails_the_first_step(name):
+    """An episode whose first operating point has no power-flow solution (the reset's
+    solve failed) is a failure too: the reset's state says so (its voltages 1.0 pu,
+    finite, computed from nothing), and the first step ends the episode as a failed step
+    with the penalty, even where that step's own solve converges."""
+    env, params = jaxgrid.make(name)
+    obs, state = jax.jit(env.reset)(KEY, _overloaded_any(name, params))
+    assert bool(state.start_failed)
+    np.testing.assert_array_equal(state.vm_pu, 1.0)
+    assert_tree_finite((obs, state), f"{name}'s reset without a solution")
+    action = env.action_space(params).sample(KEY)
+    _, after, reward, terminated, _, info = jax.jit(env.step_env)(KEY, state, action, params)
+    assert bool(info["power_flow_failed"]) and bool(terminated)
+    assert not bool(after.start_failed)
+    assert int(info["steps_lost"]) == env.horizon
+    np.testing.assert_allclose(reward, -float(params.power_flow_penalty) * env.horizon, rtol=1e-6)
+    # the same episode started where the feeder has a solution: nothing failed
+    _, solved = jax.jit(env.reset)(KEY, params)
+    assert not bool(solved.start_failed)
+    *_, info = jax.jit(env.step_env)(KEY, solved, action, params)
+    assert not bool(info["power_flow_failed"])
+
+
 def test_cost_weights_add_to_the_penalty():
     env, params = jaxgrid.make("voltage33-v0")
     params = env.with_scalarisation(

@@ -86,6 +86,7 @@ class DERsState:
     ev_departure: Array  # (n_ev,) int32
     buffer: Array  # (n_flex, window)
     pv_q: Array  # (n_pv,) last reactive power, Mvar
+    start_failed: Array  # () bool: the reset's power flow failed (vm_pu 1.0); step 1 says so
 
 
 @struct.dataclass
@@ -282,6 +283,7 @@ class DERs(Environment):
             ev_departure=jnp.minimum(arrival + stay, self.horizon).astype(jnp.int32),
             buffer=jnp.zeros((self.counts["flexload"], self.window), dtype),
             pv_q=jnp.zeros(self.counts["pv"], dtype),
+            start_failed=~flow.converged,
         )
         return self.observe(state, params), state
 
@@ -372,6 +374,7 @@ class DERs(Environment):
             ev_soc=ev.soc,
             buffer=flex.buffer,
             pv_q=pv.q_mvar,
+            start_failed=jnp.zeros((), bool),
         )
         return Transition(
             obs=self.observe(new_state, params),
@@ -386,7 +389,7 @@ class DERs(Environment):
                 "import_mw": flow.p_import_mw,
                 "controllable": jnp.all(violation == 0.0),
             },
-            failed=~flow.converged,
+            failed=~flow.converged | state.start_failed,
         )
 
     def observe(self, state: DERsState, params: DERsParams):

@@ -69,6 +69,7 @@ class DSOState:
     q_branch_mvar: Array  # (n_branch,)
     buffer: Array  # (n_flex, window) MWh
     last: Array  # (3, n_flex) last curtailment, deferral and recovery, MW
+    start_failed: Array  # () bool: the reset's power flow failed (vm_pu 1.0); step 1 says so
 
 
 @struct.dataclass
@@ -226,6 +227,7 @@ class DSO(Environment):
             q_branch_mvar=flow.q_branch_mvar,
             buffer=jnp.zeros((self.n_flex, self.window), dtype),
             last=jnp.zeros((3, self.n_flex), dtype),
+            start_failed=~flow.converged,
         )
         return self.observe(state, params), state
 
@@ -260,6 +262,7 @@ class DSO(Environment):
             q_branch_mvar=jnp.where(solved.converged, flow.q_branch_mvar, state.q_branch_mvar),
             buffer=flex.buffer,
             last=jnp.stack([flex.curtailed_mw, flex.deferred_mw, flex.served_mw]),
+            start_failed=jnp.zeros((), bool),
         )
         return Transition(
             obs=self.observe(new_state, params),
@@ -274,5 +277,5 @@ class DSO(Environment):
                 "flex_p_mw": flex.p_mw,
                 "violation": jnp.any(violation > 0),
             },
-            failed=~solved.converged,
+            failed=~solved.converged | state.start_failed,
         )

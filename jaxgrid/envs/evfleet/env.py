@@ -80,6 +80,7 @@ class EVFleetState:
     arrival: Array  # (n,) int32 step
     departure: Array  # (n,) int32 step
     loading: Array  # () transformer loading of the last step, apparent power / rating
+    start_failed: Array  # () bool: the reset's power flow failed (vm_pu 1.0); step 1 says so
 
 
 @struct.dataclass
@@ -244,6 +245,7 @@ class EVFleet(Environment):
             arrival=arrival,
             departure=departure,
             loading=jnp.zeros((), dtype),
+            start_failed=~flow.converged,
         )
         return self.observe(state, params), state
 
@@ -294,6 +296,7 @@ class EVFleet(Environment):
             vm_pu=flow.vm_pu,
             soc=ev.soc,
             loading=(apparent / params.transformer_mva).astype(dtype),
+            start_failed=jnp.zeros((), bool),
         )
         return Transition(
             obs=self.observe(new_state, params),
@@ -310,7 +313,7 @@ class EVFleet(Environment):
                 "transformer_loading": new_state.loading,
                 "controllable": jnp.all(violation == 0.0),
             },
-            failed=~flow.converged,
+            failed=~flow.converged | state.start_failed,
         )
 
     def observe(self, state: EVFleetState, params: EVFleetParams):

@@ -41,6 +41,7 @@ from jaxgrid.validation import validate_params
 class FeederState:
     society: SmartgridState
     vm_pu: Array  # (n_bus,) voltages of the last power flow
+    start_failed: Array  # () bool: the reset's power flow failed (vm_pu 1.0); step 1 says so
 
 
 @struct.dataclass
@@ -156,7 +157,7 @@ class SmartGridOnFeeder(Environment):
     def reset_env(self, key, params: FeederParams):
         _, society = self.society.reset_env(key, params.society)
         flow = hold_failed(self.idle_power_flow(society.buildings.storage.dtype, params), 1.0)
-        state = FeederState(society=society, vm_pu=flow.vm_pu)
+        state = FeederState(society=society, vm_pu=flow.vm_pu, start_failed=~flow.converged)
         return self.observe(state, params), state
 
     def transition(self, key, state: FeederState, action, params: FeederParams) -> Transition:
@@ -165,7 +166,9 @@ class SmartGridOnFeeder(Environment):
         flow = hold_failed(self.power_flow(enacted, params), state.vm_pu)
         violation = jnp.sum(voltage_violation_pu(flow.vm_pu, params.v_lower, params.v_upper))
         overload = jnp.sum(jnp.maximum(branch_loading(params.feeder, flow) - 1.0, 0.0))
-        new_state = FeederState(society=inner.state, vm_pu=flow.vm_pu)
+        new_state = FeederState(
+            society=inner.state, vm_pu=flow.vm_pu, start_failed=jnp.zeros((), bool)
+        )
         n = self.num_agents
         return Transition(
             obs=self.observe(new_state, params),
@@ -180,7 +183,7 @@ class SmartGridOnFeeder(Environment):
                 "loss_mw": flow.loss_mw,
             },
             objective_mask=inner.objective_mask,
-            failed=~flow.converged,
+            failed=~flow.converged | state.start_failed,
         )
 
     def abort_values(self, state, params):

@@ -153,7 +153,11 @@ class VoltageControl(Environment):
         q_pv = jnp.zeros_like(p_pv)
         flow = hold_failed(self.power_flow(p_load, q_load, p_pv, q_pv, params), 1.0)
         state = VoltageState(
-            time=jnp.zeros((), jnp.int32), start=start, vm_pu=flow.vm_pu, q_mvar=q_pv
+            time=jnp.zeros((), jnp.int32),
+            start=start,
+            vm_pu=flow.vm_pu,
+            q_mvar=q_pv,
+            start_failed=~flow.converged,
         )
         return self.observe(state, params), state
 
@@ -180,7 +184,13 @@ class VoltageControl(Environment):
         barrier = voltage_barrier(vm, params.barrier, params.v_ref, params.v_lower, params.v_upper)
         violation = voltage_violation_pu(vm, params.v_lower, params.v_upper)
         objectives = jnp.stack([-jnp.mean(barrier), -jnp.mean(jnp.abs(q_pv))])
-        new_state = VoltageState(time=state.time + 1, start=state.start, vm_pu=vm, q_mvar=q_pv)
+        new_state = VoltageState(
+            time=state.time + 1,
+            start=state.start,
+            vm_pu=vm,
+            q_mvar=q_pv,
+            start_failed=jnp.zeros((), bool),
+        )
         n = self.num_agents
         return Transition(
             obs=self.observe(new_state, params),
@@ -196,7 +206,7 @@ class VoltageControl(Environment):
                 "loss_mw": flow.loss_mw,
                 "controllable": jnp.all(violation == 0.0),
             },
-            failed=~flow.converged,
+            failed=~flow.converged | state.start_failed,
         )
 
     def baselines(self, params: VoltageParams) -> dict:

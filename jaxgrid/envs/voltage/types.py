@@ -19,12 +19,16 @@ class VoltageState:
     start: ``()`` int32 profile row of the episode's first step.
     vm_pu: ``(n_bus,)`` bus voltages of the last power flow, pu.
     q_mvar: ``(n_pv,)`` reactive power the inverters gave in the last step, Mvar.
+    start_failed: ``()`` bool: the power flow of the episode's first operating point (the
+        reset's) did not converge; ``vm_pu`` holds 1.0 pu in its place and the first
+        step is reported failed.
     """
 
     time: Array
     start: Array
     vm_pu: Array
     q_mvar: Array
+    start_failed: Array
 
 
 @struct.dataclass

@@ -190,7 +190,12 @@ class Voltage3Control(Environment):
         flow = self.power_flow(load_mult, p_pv, q_pv, taps, params)
         vm = jnp.where(flow.converged, flow.vm_pu, jnp.ones_like(flow.vm_pu))
         state = Voltage3State(
-            time=jnp.zeros((), jnp.int32), start=start, vm_pu=vm, q_kvar=q_pv, tap_pu=taps
+            time=jnp.zeros((), jnp.int32),
+            start=start,
+            vm_pu=vm,
+            q_kvar=q_pv,
+            tap_pu=taps,
+            start_failed=~flow.converged,
         )
         return self.observe(state, params), state
 
@@ -254,7 +259,12 @@ class Voltage3Control(Environment):
             ]
         )
         new_state = Voltage3State(
-            time=state.time + 1, start=state.start, vm_pu=vm, q_kvar=q_pv, tap_pu=taps
+            time=state.time + 1,
+            start=state.start,
+            vm_pu=vm,
+            q_kvar=q_pv,
+            tap_pu=taps,
+            start_failed=jnp.zeros((), bool),
         )
         n = self.num_agents
         return Transition(
@@ -274,7 +284,7 @@ class Voltage3Control(Environment):
                 "tap_pu": state.tap_pu,
                 "controllable": jnp.all(violation == 0.0),
             },
-            failed=failed,
+            failed=failed | state.start_failed,
         )
 
     def baselines(self, params: Voltage3Params) -> dict:

@@ -20,6 +20,9 @@ class Voltage3State:
     q_kvar: ``(n_pv,)`` reactive power each inverter gave in the last step (all its
         phases together), kvar.
     tap_pu: ``(n_reg,)`` the regulators' taps for the next step, pu.
+    start_failed: ``()`` bool: the power flow of the episode's first operating point (the
+        reset's) did not converge; ``vm_pu`` holds 1.0 pu in its place and the first
+        step is reported failed.
     """
 
     time: Array
@@ -27,6 +30,7 @@ class Voltage3State:
     vm_pu: Array
     q_kvar: Array
     tap_pu: Array
+    start_failed: Array
 
 
 @struct.dataclass
