@@ -4,9 +4,9 @@ leaves behind.
 ``params.solver`` is an int32 leaf (:data:`SOLVERS`), so one ``vmap`` over params can
 compare the linear and the nonlinear model. :func:`solve_feeder` picks the solver for
 the environments' solves, :func:`solve_feeder_by_newton` for a solve that a whole batch
-shares; :func:`hold_failed` replaces the numbers of a solve that did not converge by ones that
-carry no physics from it, so that nothing downstream (observations, state, info) is
-computed from garbage while the environment reports the failure.
+shares; :func:`hold_failed` replaces the numbers of a solve that did not converge by
+ones that carry no physics from it, so that nothing downstream (observations, state,
+info) is computed from garbage while the environment reports the failure.
 """
 
 from __future__ import annotations
