@@ -77,7 +77,7 @@ def test_a_failed_power_flow_ends_the_episode_with_the_penalty(name):
 
 def _overloaded_any(name, params):
     """``params`` under which no power flow of ``name`` has a solution."""
-    if name.startswith("voltage13") or name.startswith("voltage123"):
+    if name == "voltage13-v0":  # three-phase: loads scale by a params leaf
         return params.replace(load_scale=jnp.float32(100.0))
     return overloaded(params)
 
