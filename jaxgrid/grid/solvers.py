@@ -52,9 +52,9 @@ def solve_feeder_by_newton(feeder: Feeder, p_mw, q_mvar, solver) -> PowerFlowRes
     is the more robust of the two and one solve costs nothing beside a batch. Measured
     on ``smartgrid33-v0``'s ``jax.vmap(env.step)``, whose auto-reset solves the idle
     feeder (``benchmarks/compile_time.py``, before the states' ``start_failed``): 487
-    kernels instead of 533, 9.5 % less LLVM
-    IR, XLA's compile 0.1-0.4 s shorter and the trace 0.1 s longer (a second Newton
-    traced), the voltages the same to float32 round-off.
+    kernels instead of 533, 9.5 % less LLVM IR, XLA's compile 0.1-0.4 s shorter and the
+    trace 0.1 s longer (a second Newton traced), the voltages the same to float32
+    round-off.
     """
     return jax.lax.cond(
         solver == DISTFLOW,
