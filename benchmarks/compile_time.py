@@ -49,13 +49,20 @@ def measure(name: str, batch: int) -> dict:
         row[f"{label}_trace"], row[f"{label}_compile"], compiled = ahead_of_time(fn, *args)
         return compiled
 
-    reset = jax.vmap(env.reset, in_axes=(0, None))
-    timed("reset", reset, keys, params)  # first: its trace is not cached yet
-    _, state = jax.eval_shape(reset, keys, params)
-    action = jax.eval_shape(jax.vmap(env.action_space(params).sample), keys)
-    step = timed("step", jax.vmap(env.step, in_axes=(0, 0, 0, None)), keys, state, action, params)
+    timed("reset", jax.vmap(env.reset, in_axes=(0, None)), keys, params)  # first: not cached yet
+    step = timed("step", *batched_step(env, params, keys))
     row["fusions"] = step.as_text().count(" fusion(")
     return row
+
+
+def batched_step(env, params, keys):
+    """``(fn, *args)``: ``jax.vmap(env.step)`` and the arguments it is compiled at (shapes
+    only), one environment a key of ``keys``."""
+    import jax
+
+    _, state = jax.eval_shape(jax.vmap(env.reset, in_axes=(0, None)), keys, params)
+    action = jax.eval_shape(jax.vmap(env.action_space(params).sample), keys)
+    return jax.vmap(env.step, in_axes=(0, 0, 0, None)), keys, state, action, params
 
 
 def in_fresh_processes(name: str, batch: int, repeats: int) -> dict:

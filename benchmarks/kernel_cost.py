@@ -31,6 +31,8 @@ import warnings
 
 from timing import add_row, ahead_of_time, emit_table
 
+PROGRAM = "measured"  # the name XLA dumps the measured program under
+
 
 def independent_kernels(n: int):
     """``(fn, arg)``: ``fn(arg)`` returns ``n`` arrays, row ``i`` of ``arg`` ``(n, 22)``
@@ -54,20 +56,6 @@ def compile_seconds(n: int) -> tuple[float, int]:
     return compile_s, program.as_text().count(" fusion(")
 
 
-def step_program(name: str):
-    """``(fn, args)``: ``jax.vmap(env.step)`` of ``name`` at 1024 environments, as
-    ``compile_time.py`` compiles it."""
-    import jax
-
-    import jaxgrid
-
-    env, params = jaxgrid.make(name)
-    keys = jax.random.split(jax.random.PRNGKey(0), 1024)
-    _, state = jax.eval_shape(jax.vmap(env.reset, in_axes=(0, None)), keys, params)
-    action = jax.eval_shape(jax.vmap(env.action_space(params).sample), keys)
-    return jax.vmap(env.step, in_axes=(0, 0, 0, None)), (keys, state, action, params)
-
-
 def count_kernels(program: str) -> int:
     """Kernels XLA generates code for in ``program`` (``"step NAME"`` or ``"N"``
     independent kernels), counted from their dumped LLVM modules in a fresh process."""
@@ -82,15 +70,17 @@ def count_kernels(program: str) -> int:
         return len(glob.glob(os.path.join(dump, f"*.jit_{PROGRAM}.*ir-with-opt.ll")))
 
 
-PROGRAM = "measured"  # the name XLA dumps the measured program under
-
-
 def dump(program: str) -> None:
     """Compile ``program`` (see :func:`count_kernels`) as a function named ``PROGRAM``."""
     import jax
 
     if program.startswith("step "):
-        fn, args = step_program(program.split()[1])
+        from compile_time import batched_step
+
+        import jaxgrid
+
+        env, params = jaxgrid.make(program.split()[1])
+        fn, *args = batched_step(env, params, jax.random.split(jax.random.PRNGKey(0), 1024))
     else:
         fn, arg = independent_kernels(int(program))
         args = (arg,)
