@@ -8,8 +8,9 @@ traced, lowered and compiled ahead of time (``.trace().lower().compile()``), so 
 run is counted, in one process with JAX's persistent compilation cache off and JAX's
 in-memory caches cleared before each environment. "trace" is Python tracing and lowering
 to StableHLO; "compile" is XLA's optimisation and code generation; "fusions" counts the
-kernels of the compiled step (what code generation is proportional to). The issue's goal
-(#23) is a step that compiles in < 5 s on a 2-core CPU.
+fused kernels of the compiled step, identical ones included (XLA generates code once
+for those: ``kernel_cost.py`` counts the kernels it compiles, about 10 ms each here). The
+issue's goal (#23) is a step that compiles in < 5 s on a 2-core CPU.
 
 With ``--repeats N`` (N > 1) each environment is measured in N fresh processes, one after
 the other, and the table gives the medians, with every run's step total beside them: what
