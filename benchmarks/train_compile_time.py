@@ -39,6 +39,7 @@ import sys
 import tempfile
 import warnings
 
+from compile_time import batched_step
 from timing import add_row, ahead_of_time, emit_table, under_goal
 
 GOAL_S = 5.0
@@ -137,10 +138,7 @@ def measure(algo: str, env_name: str, learner: bool = False) -> dict:
     }
     jax.clear_caches()
     keys = jax.random.split(jax.random.PRNGKey(0), settings.num_envs)
-    _, state = jax.eval_shape(jax.vmap(env.reset, in_axes=(0, None)), keys, params)
-    action = jax.eval_shape(jax.vmap(env.action_space(params).sample), keys)
-    step = jax.vmap(env.step, in_axes=(0, 0, 0, None))
-    step_trace, step_compile, _ = ahead_of_time(step, keys, state, action, params)
+    step_trace, step_compile, _ = ahead_of_time(*batched_step(env, params, keys))
     row["env_step"] = step_trace + step_compile
     if learner:
         jax.clear_caches()

@@ -31,6 +31,7 @@ import sys
 import time
 import warnings
 
+from compile_time import batched_step
 from timing import add_row, ahead_of_time, emit_table
 
 BATCH = 1024
@@ -106,8 +107,8 @@ def measure(name: str) -> list[dict]:
         if what == "step, no binding lines":
             env = without_binding_lines(env)
         keys = jax.random.split(jax.random.PRNGKey(0), BATCH)
-        _, state = jax.eval_shape(jax.vmap(env.reset, in_axes=(0, None)), keys, params)
-        action = jax.eval_shape(jax.vmap(env.action_space(params).sample), keys)
+        step, *args = batched_step(env, params, keys)
+        _, state, action, _ = args
         if what == "DC-OPF alone":
 
             def dispatch(state, action, env=env, params=params):
@@ -116,8 +117,7 @@ def measure(name: str) -> list[dict]:
 
             row = compiled(jax.vmap(dispatch), state, action)
         else:
-            step = jax.vmap(env.step, in_axes=(0, 0, 0, None))
-            row = compiled(step, keys, state, action, params)
+            row = compiled(step, *args)
             row["run_ms"], row["rewards"] = run_ms(env, params)
         rows.append({"name": name, "what": what, **row})
     return rows
