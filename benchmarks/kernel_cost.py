@@ -88,6 +88,7 @@ def dump(program: str) -> None:
     def measured(*args):
         return fn(*args)
 
+    measured.__name__ = PROGRAM  # what count_kernels looks for in the dump
     jax.jit(measured).trace(*args).lower().compile()
 
 
