@@ -70,6 +70,21 @@ def test_an_action_in_agent_units_reaches_the_environment_rescaled(voltage):
     assert int(np.sum(wrapped[5]["action_clipped"])) == 2  # -30 and 30 were out of range
 
 
+def test_declared_observations_trace_in_float64_after_float32(voltage):
+    """check_env runs float32 and then float64 in one process; the second trace must not
+    inherit an index dtype from the first."""
+    env, params = voltage
+    declared = DeclaredSpaces(env, [ObservationEntry("*vm_pu*", 0.0, 2.0)])
+    _, state = declared.reset(KEY, params)
+    assert jax.jit(declared.observe)(state, params).dtype == jnp.float32
+    with jax.enable_x64(True):
+        wide = jax.tree_util.tree_map(
+            lambda x: x.astype(jnp.float64) if jnp.issubdtype(x.dtype, jnp.floating) else x,
+            (state, params),
+        )
+        assert jax.jit(declared.observe)(*wide).dtype == jnp.float64
+
+
 @full_only
 def test_fixed_actions_and_rescaled_baselines(ders):
     env, params = ders

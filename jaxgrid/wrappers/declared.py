@@ -168,7 +168,10 @@ class _ObservationMap:
                 names.append(name)
                 rows.append(entry)
         self.names = tuple(names)
-        self.index = np.asarray(index)
+        # int32, not NumPy's int64: JAX (0.10) caches the index it derived from a NumPy
+        # index in a float32 trace, and a later float64 trace (jax.enable_x64) then adds
+        # an int64 offset to that cached int32 index and fails.
+        self.index = np.asarray(index, dtype=np.int32)
         self.add = np.array([e.scale_add for e in rows])
         self.mult = np.array([e.scale_mult for e in rows])
         self.low = np.array([-np.inf if e.low is None else e.low for e in rows])
