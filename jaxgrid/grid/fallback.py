@@ -36,23 +36,39 @@ from jaxgrid.numerics import full_precision
 CAPACITY = 64  # solves of a batch Newton takes per round (fewer when the batch is smaller)
 
 
-@functools.partial(jax.jit, static_argnames=("sweeps", "newton_iterations"))
+@functools.partial(
+    jax.jit, static_argnames=("sweeps", "newton_iterations", "max_newton_iterations")
+)
 @full_precision
 def distflow_with_fallback(
-    feeder: Feeder, p_mw, q_mvar, sweeps: int = 10, newton_iterations: int = 3
+    feeder: Feeder,
+    p_mw,
+    q_mvar,
+    sweeps: int = 10,
+    newton_iterations: int = 3,
+    max_newton_iterations: int = 8,
 ) -> PowerFlowResult:
     """Solve DistFlow for bus loads ``p_mw``, ``q_mvar`` ``(n_bus,)`` (positive = consumption):
     ``sweeps`` sweeps, then, where they did not converge, ``newton_iterations`` of
-    Newton-Raphson from the sweep's last iterate. ``converged`` is False only where Newton
-    did not converge either: on the 300 hard points of ``voltage33-v0`` measured
-    (:mod:`jaxgrid.grid.distflow_newton`), exactly those without an AC solution; 2 Newton
-    iterations after 10 sweeps found every solvable one."""
+    Newton-Raphson from the sweep's last iterate, and up to ``max_newton_iterations`` in
+    all where Newton is still converging or has just converged
+    (:func:`~jaxgrid.grid.distflow_newton.distflow_newton`'s ``max_iterations``).
+    ``converged`` is False only where Newton did not converge: on the 10,000
+    random-action steps of ``voltage33-v0`` that the judge test replays
+    (``tests/envs/test_power_flow_failure.py``, float32 and float64), exactly those
+    without an AC solution. With 3 Newton iterations and no more, 2 of them (float32;
+    24 in float64) were reported failed although pandapower solves them (lowest voltage
+    0.53 pu): they needed 4 (float32) or 4-6 (float64). ``voltage33-v0``'s
+    ``vmap(env.step)`` at 4096 environments under random actions ran at 0.95x the speed
+    of 3 iterations at most, ``ders33-v0``'s at 1.03x (docs/physics.md)."""
     swept = distflow(feeder, p_mw, q_mvar, iterations=sweeps)
-    newton = functools.partial(_newton, int(newton_iterations))
+    newton = functools.partial(_newton, int(newton_iterations), int(max_newton_iterations))
     return masked_apply(
         newton, ~swept.converged, swept, feeder, p_mw, q_mvar, swept, capacity=CAPACITY
     )
 
 
-def _newton(iterations: int, feeder, p, q, swept):
-    return distflow_newton(feeder, p, q, iterations=iterations, start=swept)
+def _newton(iterations: int, max_iterations: int, feeder, p, q, swept):
+    return distflow_newton(
+        feeder, p, q, iterations=iterations, start=swept, max_iterations=max_iterations
+    )

@@ -162,5 +162,7 @@ def test_a_diverging_newton_stays_finite():
 
 def test_iterations_are_bounded():
     feeder = case33bw()
-    with pytest.raises(ValueError, match=r"iterations must be in 1\.\.100, got 101"):
+    with pytest.raises(ValueError, match=r"max_iterations <= 100, got iterations=101"):
         distflow_newton(feeder, np.zeros(33), np.zeros(33), iterations=101)
+    with pytest.raises(ValueError, match=r"got iterations=4, max_iterations=3"):
+        distflow_newton(feeder, np.zeros(33), np.zeros(33), iterations=4, max_iterations=3)

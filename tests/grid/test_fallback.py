@@ -1,9 +1,11 @@
 """distflow_with_fallback: the sweep where it converged, Newton from the sweep's last
-iterate where it did not, the same whichever way the solves are batched."""
+iterate where it did not (more of it where it converges slowly), the same whichever way
+the solves are batched."""
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 from conftest import full_only
 
 from jaxgrid.grid import case33bw, distflow
@@ -17,7 +19,7 @@ LOADS = jnp.array([1.0, 3.5, 1.2, 5.0, 0.5, 3.4, 2.0, 3.6, 1.0, 3.55, 0.8])
 def expected(feeder, p, q):
     """What the fallback promises, solve by solve: the sweep if it converged, else Newton."""
     swept = distflow(feeder, p, q, iterations=10)
-    newton = distflow_newton(feeder, p, q, iterations=3, start=swept)
+    newton = distflow_newton(feeder, p, q, iterations=3, start=swept, max_iterations=8)
     return jax.tree_util.tree_map(lambda a, b: jnp.where(swept.converged, a, b), swept, newton)
 
 
@@ -87,3 +89,32 @@ def test_gradients_are_those_of_the_chosen_solver():
     want = jax.grad(total_voltage, argnums=1)(expected, 1.0)
     assert np.isfinite(got) and float(want) < 0  # more load, lower voltages
     np.testing.assert_allclose(got, want, rtol=1e-4)
+
+
+@pytest.mark.parametrize(
+    ("dtype", "scale", "in_three"),
+    [("float32", 3.62, False), ("float32", 3.6189, True), ("float64", 3.61, False)],
+)
+def test_newton_goes_on_where_it_converges_slowly_near_the_nose(dtype, scale, in_three):
+    """case33bw at ``scale`` times its load, just below the nose (pandapower's continuation
+    solves up to 3.622; lowest voltage 0.44-0.46 pu), where the sweep does not converge.
+    3 Newton iterations after it either leave the mismatch above the tolerance, or
+    (``in_three``) reach it 2e-5 pu of voltage from the solution in float32; the fallback
+    goes on and finds pandapower's voltages."""
+    from conftest import ac_loadability
+
+    with jax.enable_x64(dtype == "float64"):
+        feeder = jax.tree_util.tree_map(
+            lambda a: a.astype(dtype) if jnp.issubdtype(a.dtype, jnp.floating) else a,
+            case33bw(),
+        )
+        p, q = scale * feeder.p_load_mw, scale * feeder.q_load_mvar
+        swept = distflow(feeder, p, q, iterations=10)
+        three = distflow_newton(feeder, p, q, iterations=3, start=swept)
+        assert not bool(swept.converged) and bool(three.converged) == in_three
+        result = distflow_with_fallback(feeder, p, q)
+        assert bool(result.converged)
+    share, net = ac_loadability(jax.device_get(case33bw()), np.asarray(p), np.asarray(q))
+    assert share == 1.0
+    atol = 5e-6 if dtype == "float32" else 1e-10
+    np.testing.assert_allclose(result.vm_pu, net.res_bus.vm_pu.to_numpy(), atol=atol)
