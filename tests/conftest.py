@@ -138,17 +138,24 @@ def assert_tree_finite(tree, what: str = "tree"):
             assert np.all(np.isfinite(arr)), f"{what} has non-finite values"
 
 
-def ac_loadability(feeder, p_mw, q_mvar, tolerance: float = 1e-3) -> tuple[float, object]:
+def ac_network(feeder):
+    """``feeder`` as a pandapower network with one load per bus, in bus order."""
+    from jaxgrid.grid import to_pandapower
+
+    ones = np.ones(feeder.n_bus)
+    return to_pandapower(feeder, ones, ones)
+
+
+def ac_loadability(feeder, p_mw, q_mvar, tolerance: float = 1e-3, net=None) -> tuple[float, object]:
     """``(share, net)``: the largest share ``s <= 1`` of the bus loads ``p_mw``, ``q_mvar``
     ``(n_bus,)`` at which pandapower's Newton-Raphson converges on ``feeder``, followed
     from no load by load continuation (each solve starts from the last), and the solved
     pandapower network; the share is 1.0 when the full loading has an AC solution. The
-    judge of whether a power flow that failed had a solution to find."""
+    judge of whether a power flow that failed had a solution to find. ``net``: the
+    network of :func:`ac_network` to reuse (its loads and results are overwritten;
+    building one takes longer than solving it)."""
     pp = pytest.importorskip("pandapower")
-    from jaxgrid.grid import to_pandapower
-
-    ones = np.ones(feeder.n_bus)
-    net = to_pandapower(feeder, ones, ones)  # one load per bus, in bus order
+    net = ac_network(feeder) if net is None else net
     p_mw, q_mvar = np.asarray(p_mw, float), np.asarray(q_mvar, float)
 
     def solves(share, init):

@@ -15,7 +15,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import FULL, ac_loadability, assert_tree_finite, sampled
+from conftest import FULL, ac_loadability, ac_network, assert_tree_finite, sampled
 
 import jaxgrid
 from jaxgrid.devices.renewable import inverter_q_mvar
@@ -175,10 +175,11 @@ def test_voltage33_failures_are_exactly_the_loadings_without_an_ac_solution():
         failed_steps = rng.choice(failed_steps, sample, replace=False)
         solved_steps = rng.choice(solved_steps, sample, replace=False)
     feeder = jax.device_get(params.feeder)
+    net = ac_network(feeder)
     for i in failed_steps:
-        share, _ = ac_loadability(feeder, *bus_loads(params, row[i], action[i]))
+        share, _ = ac_loadability(feeder, *bus_loads(params, row[i], action[i]), net=net)
         assert share < 1.0, f"step {i} failed, but pandapower solves it"
     for i in solved_steps:
-        share, net = ac_loadability(feeder, *bus_loads(params, row[i], action[i]))
+        share, _ = ac_loadability(feeder, *bus_loads(params, row[i], action[i]), net=net)
         assert share == 1.0
         np.testing.assert_allclose(vm[i], net.res_bus.vm_pu.to_numpy(), atol=2e-5)
