@@ -6,7 +6,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import full_only
+from conftest import float64_leaves, full_only, x64
 from toy_envs import Doors
 
 import jaxgrid
@@ -77,11 +77,8 @@ def test_declared_observations_trace_in_float64_after_float32(voltage):
     declared = DeclaredSpaces(env, [ObservationEntry("*vm_pu*", 0.0, 2.0)])
     _, state = declared.reset(KEY, params)
     assert jax.jit(declared.observe)(state, params).dtype == jnp.float32
-    with jax.enable_x64(True):
-        wide = jax.tree_util.tree_map(
-            lambda x: x.astype(jnp.float64) if jnp.issubdtype(x.dtype, jnp.floating) else x,
-            (state, params),
-        )
+    with x64():
+        wide = float64_leaves((state, params))
         assert jax.jit(declared.observe)(*wide).dtype == jnp.float64
 
 

@@ -255,12 +255,12 @@ def distflow_newton(
         return on_branch & (mismatch < tol), converging
 
     def iterate(unknowns):
-        """The Newton iterations as they are: ``(unknowns, stable)``. Beyond
-        ``iterations``, while converging, and until one iteration past the first
-        converged iterate: near the nose the first iterate within ``tol`` can still be
-        4e-5 pu of voltage from the solution in float32, and Newton's next step, which
-        converges quadratically, 1e-6 (the solves above; ``iterations`` past the first
-        converged iterate already, they are left as they are)."""
+        """The Newton iterations as they are: ``(unknowns, stable)``. With
+        ``max_iterations`` above ``iterations``, an iterate goes on past ``iterations``
+        while it is converging, and for one iteration past its first converged iterate
+        (one that converged before ``iterations`` is already past it): near the nose the
+        first iterate within ``tol`` can be 4e-5 pu of voltage from the solution in
+        float32, and Newton's next step, which converges quadratically, 1e-6."""
 
         def body(carry):
             i, *unknowns, stable, _, was_converged = carry

@@ -2,11 +2,13 @@
 iterate where it did not (more of it where it converges slowly), the same whichever way
 the solves are batched."""
 
+import contextlib
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import full_only
+from conftest import ac_loadability, float64_leaves, full_only, x64
 
 from jaxgrid.grid import case33bw, distflow
 from jaxgrid.grid.distflow_newton import distflow_newton
@@ -101,13 +103,8 @@ def test_newton_goes_on_where_it_converges_slowly_near_the_nose(dtype, scale, in
     3 Newton iterations after it either leave the mismatch above the tolerance, or
     (``in_three``) reach it 2e-5 pu of voltage from the solution in float32; the fallback
     goes on and finds pandapower's voltages."""
-    from conftest import ac_loadability
-
-    with jax.enable_x64(dtype == "float64"):
-        feeder = jax.tree_util.tree_map(
-            lambda a: a.astype(dtype) if jnp.issubdtype(a.dtype, jnp.floating) else a,
-            case33bw(),
-        )
+    with x64() if dtype == "float64" else contextlib.nullcontext():
+        feeder = float64_leaves(case33bw()) if dtype == "float64" else case33bw()
         p, q = scale * feeder.p_load_mw, scale * feeder.q_load_mvar
         swept = distflow(feeder, p, q, iterations=10)
         three = distflow_newton(feeder, p, q, iterations=3, start=swept)
