@@ -199,9 +199,11 @@ def distflow_newton(
     below_up = jnp.concatenate([jnp.zeros((1, width, width), dtype), below])
     constants = (r, x, z2, g, b, real.astype(dtype))  # each (depth, width)
 
-    def newton(carry, _):
-        P, Q, ell, v_to, _ = carry
-        f_p, f_q, f_v, f_l, v_from = residuals(P, Q, ell, v_to)
+    def newton(unknowns, residual):
+        """One Newton step from ``unknowns`` ``(P, Q, ell, v_to)``, whose
+        :func:`residuals` are ``residual``: ``(new unknowns, stable)``."""
+        P, Q, ell, v_to = unknowns
+        f_p, f_q, f_v, f_l, v_from = residual
         state = (-f_p, -f_q, -f_v, -f_l, P, Q, ell, v_from)
         start = ((jnp.zeros(width, dtype),) * 4, jnp.ones((), dtype))
         (_, min_pivot), coefficients = jax.lax.scan(
@@ -218,7 +220,7 @@ def distflow_newton(
         new = tuple(jnp.where(real, old + d, old) for old, d in zip((P, Q, ell, v_to), step))
         finite = jnp.all(jnp.stack([jnp.all(jnp.isfinite(n)) for n in new]))
         new = tuple(jnp.where(finite, n, old) for n, old in zip(new, (P, Q, ell, v_to)))
-        return (*new, min_pivot > 0.0), None
+        return new, min_pivot > 0.0
 
     r_mw = jnp.asarray(feeder.r_pu, dtype) / base
     if start is None:  # LinDistFlow: lossless flows, linear voltages
@@ -234,23 +236,21 @@ def distflow_newton(
     P, Q = by_level(p_branch), by_level(q_branch)
     ell = jnp.where(real, (P**2 + Q**2) / jnp.maximum(upstream_voltage(v_start), V_FLOOR), 0.0)
 
-    def largest_residual(P, Q, ell, v_to):
-        """The largest residual of the equations (pu)."""
-        f_p, f_q, f_v, f_l, _ = residuals(P, Q, ell, v_to)
-        return functools.reduce(
-            jnp.maximum,
-            (
-                jnp.max(jnp.where(real, jnp.abs(f), 0.0))
-                for f in (f_p / base, f_q / base, f_v, f_l / base**2)
-            ),
+    def largest_residual(residual):
+        """The largest of ``residual`` (:func:`residuals`; pu): one reduction of their
+        elementwise maximum, not one a residual."""
+        f_p, f_q, f_v, f_l, _ = residual
+        largest = jnp.maximum(
+            jnp.maximum(jnp.abs(f_p), jnp.abs(f_q)) / base,
+            jnp.maximum(jnp.abs(f_v), jnp.abs(f_l) / base**2),
         )
+        return jnp.max(jnp.where(real, largest, 0.0))
 
-    def converging(unknowns, stable):
+    def converging(v_to, mismatch, stable):
         """``(converged, converging)``: the iterate's convergence as the result reports
         it, and whether it has not converged but is on the stable branch, above the
         voltage floor and within :data:`CONVERGING_PU`."""
-        mismatch = largest_residual(*unknowns)
-        on_branch = stable & jnp.all(jnp.where(real, unknowns[3], 1.0) > V_FLOOR)
+        on_branch = stable & jnp.all(jnp.where(real, v_to, 1.0) > V_FLOOR)
         converging = on_branch & (mismatch >= tol) & (mismatch < CONVERGING_PU)
         return on_branch & (mismatch < tol), converging
 
@@ -263,19 +263,20 @@ def distflow_newton(
         float32, and Newton's next step, which converges quadratically, 1e-6."""
 
         def body(carry):
-            i, *unknowns, stable, _, was_converged = carry
-            (*unknowns, stable), _ = newton((*unknowns, stable), None)
+            i, unknowns, stable, _, was_converged = carry
+            unknowns, stable = newton(unknowns, residuals(*unknowns))
             go, converged = i + 1 < iterations, jnp.zeros((), bool)
             if max_iterations > iterations:
-                converged, slow = converging(unknowns, stable)
+                mismatch = largest_residual(residuals(*unknowns))
+                converged, slow = converging(unknowns[3], mismatch, stable)
                 polish = converged & ~was_converged
                 go = go | ((i + 1 < max_iterations) & (slow | polish))
-            return (i + 1, *unknowns, stable, go, converged)
+            return (i + 1, unknowns, stable, go, converged)
 
         yes = jnp.ones((), bool)
-        init = (jnp.zeros((), jnp.int32), *unknowns, yes, yes, ~yes)
-        _, *unknowns, stable, _, _ = jax.lax.while_loop(lambda carry: carry[-2], body, init)
-        return tuple(unknowns), stable
+        init = (jnp.zeros((), jnp.int32), unknowns, yes, yes, ~yes)
+        _, unknowns, stable, _, _ = jax.lax.while_loop(lambda carry: carry[-2], body, init)
+        return unknowns, stable
 
     def root(unknowns):
         """The equations, with the identity on padding slots (which stay put)."""
@@ -285,8 +286,7 @@ def distflow_newton(
     (P, Q, ell, v_to), stable = implicit_root(
         root, jax.lax.stop_gradient((P, Q, ell, v_start)), iterate, has_aux=True
     )
-
-    mismatch = largest_residual(P, Q, ell, v_to)
+    mismatch = largest_residual(residuals(P, Q, ell, v_to))
 
     # back to the feeder's branch and bus order
     slot = (
