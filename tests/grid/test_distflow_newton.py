@@ -166,3 +166,35 @@ def test_iterations_are_bounded():
         distflow_newton(feeder, np.zeros(33), np.zeros(33), iterations=101)
     with pytest.raises(ValueError, match=r"got iterations=4, max_iterations=3"):
         distflow_newton(feeder, np.zeros(33), np.zeros(33), iterations=4, max_iterations=3)
+
+
+def test_mismatch_is_the_largest_residual_of_the_equations():
+    """``mismatch_pu`` of unconverged solves (one iteration at one to three times
+    case33bw's load) against the four DistFlow equations evaluated here in NumPy from the
+    returned flows, losses and voltages (MW over the base, pu of voltage squared, MVA^2
+    over the base squared). A Newton step solves the three linear equations exactly, so
+    the largest is the current's (``ell v_i = P^2 + Q^2``), the others at round-off: the
+    test pins that equation's scale and that nothing else (padding slots) enters."""
+    feeder = jax.device_get(case33bw())
+    base = float(feeder.base_mva)
+    frm, to = np.asarray(feeder.branch_from), np.asarray(feeder.branch_to)
+    r = np.asarray(feeder.r_pu, float) / base
+    x = np.asarray(feeder.x_pu, float) / base
+    for scale in (1.0, 2.0, 3.0):
+        p, q = scale * np.asarray(feeder.p_load_mw), scale * np.asarray(feeder.q_load_mvar)
+        with x64():
+            res = jax.device_get(NEWTON(feeder, p, q, iterations=1))
+        big_p, big_q = np.asarray(res.p_branch_mw), np.asarray(res.q_branch_mvar)
+        ell = np.asarray(res.loss_branch_mw) / r
+        v = np.asarray(res.vm_pu) ** 2
+        below_p = np.array([big_p[frm == j].sum() for j in to])
+        below_q = np.array([big_q[frm == j].sum() for j in to])
+        linear = (
+            (big_p - r * ell - p[to] - below_p) / base,
+            (big_q - x * ell - q[to] - below_q) / base,
+            v[to] - v[frm] + 2 * (r * big_p + x * big_q) - (r**2 + x**2) * ell,
+        )
+        current = (ell * v[frm] - big_p**2 - big_q**2) / base**2
+        assert not bool(res.converged) and np.abs(current).max() > 1e-4
+        assert max(np.abs(f).max() for f in linear) < 1e-12
+        np.testing.assert_allclose(float(res.mismatch_pu), np.abs(current).max(), rtol=1e-6)
