@@ -9,12 +9,11 @@ so evaluation runs on days the agent never trained on: pass
 
 from __future__ import annotations
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from jaxgrid.numerics import one_hot_take
+from jaxgrid.numerics import one_hot_take, random_index
 from jaxgrid.types import Array, PRNGKey, float_dtype
 
 
@@ -68,7 +67,7 @@ def resample(series: np.ndarray, factor: int) -> np.ndarray:
 
 def sample_start(key: PRNGKey, days: Array, steps_per_day: int) -> Array:
     """First time step of an episode starting on a day drawn uniformly from ``days``."""
-    day = jax.random.choice(key, days)
+    day = jnp.asarray(days)[random_index(key, days.shape[0])]
     return (day * steps_per_day).astype(jnp.int32)
 
 
