@@ -301,6 +301,18 @@ def test_the_interior_point_ends_when_every_problem_has_converged():
     assert bool(result.converged) and int(result.iterations) < 37
 
 
+def test_the_interior_point_takes_at_least_one_iteration():
+    """The start is not measured (its complementarity is never small), so a budget of
+    no iterations is refused, and one iteration gives an unconverged result whose
+    residuals are the iterate's (finite), not the unmeasured start's."""
+    network = network_from_matpower("case9")
+    with pytest.raises(ValueError, match="iterations must be positive, got 0"):
+        dcopf(network, iterations=0)
+    once = dcopf(network, iterations=1)
+    assert not bool(once.converged) and int(once.iterations) == 1
+    assert np.isfinite([once.primal_residual_mw, once.dual_residual, once.gap]).all()
+
+
 @full_only
 def test_float32_by_default_is_close():
     with x64():
