@@ -110,8 +110,15 @@ def random_index(key: Array, n: int) -> Array:
     n = int(n)
     if not 1 <= n < MAX_RANDOM_RANGE:
         raise ValueError(f"random_index draws from 1 to {MAX_RANDOM_RANGE - 1} values, got {n}")
-    bits = jax.random.bits(key, (), jnp.uint32)
-    size = jnp.uint32(n)
+    return scaled_bits(jax.random.bits(key, (), jnp.uint32), n)
+
+
+def scaled_bits(bits: Array, n) -> Array:
+    """uint32 random ``bits`` (any shape) mapped onto ``range(n)``: ``floor(bits * n /
+    2**32)``, uint32, with ``n`` (broadcast with ``bits``) from 1 to ``2**16 - 1``
+    (:func:`random_index`; beyond that range the result is wrong, so callers validate it:
+    one draw of bits then serves several ranges)."""
+    size = jnp.asarray(n).astype(jnp.uint32)
     # bits * n = 2**16 * (high * n) + low * n, each product below 2**32
     high, low = bits >> 16, bits & 0xFFFF
     return (high * size + ((low * size) >> 16)) >> 16

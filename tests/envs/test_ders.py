@@ -3,10 +3,12 @@
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 import jaxgrid
 from jaxgrid.devices import battery_step, inverter_output
 from jaxgrid.grid import distflow
+from jaxgrid.validation import validate_params
 
 KEY = jax.random.PRNGKey(0)
 
@@ -106,3 +108,27 @@ def test_ev_misses_its_target_when_it_never_charges():
     # both leave after this step with soc 0.3 of a 0.9 target: 0.6 x capacity unmet
     missing = 2 * 0.6 * float(params.ev.battery.capacity_mwh[0])
     np.testing.assert_allclose(-float(info["reward_vector"][0, 3]), missing, rtol=1e-5)
+
+
+def test_reset_draws_each_ev_session_within_its_ranges():
+    """Arrival and stay are drawn (one draw of bits for both) uniformly from each EV's
+    inclusive ranges: every value of a short range turns up, none outside, the departure
+    is the arrival plus the stay within the day, and a range beyond what the draw serves
+    is refused before it is traced."""
+    env, params = jaxgrid.make("ders33-v0")
+    arrival_range = np.array([[10, 12], [30, 30]], np.int32)
+    stay_range = np.array([[0, 3], [10, 11]], np.int32)  # within the 48-step day
+    params = params.replace(ev_arrival_range=arrival_range, ev_stay_range=stay_range)
+    keys = jax.random.split(KEY, 400)
+    _, states = jax.jit(jax.vmap(env.reset, in_axes=(0, None)))(keys, params)
+    arrival = np.asarray(states.ev_arrival)
+    stay = np.asarray(states.ev_departure) - arrival
+    for ev in range(2):
+        low, high = arrival_range[ev]
+        assert set(arrival[:, ev].tolist()) == set(range(low, high + 1))
+        low, high = stay_range[ev]
+        assert set(stay[:, ev].tolist()) == set(range(low, high + 1))
+    assert not np.array_equal(arrival[:, 0] - 10, stay[:, 0])  # two draws, not one
+    too_long = params.replace(ev_stay_range=np.array([[0, 3], [0, 70_000]], np.int32))
+    with pytest.raises(ValueError, match="ev_stay_range"):
+        validate_params(env, too_long)

@@ -37,6 +37,7 @@ def test_sessions_follow_their_statistics_and_stay_in_the_episode():
     arrival, departure = np.asarray(arrival), np.asarray(departure)
     assert abs(arrival.mean() - 12.0) < 0.06 and abs(arrival.std() - 3.0) < 0.06
     assert abs(departure.mean() - 39.0) < 0.06 and abs(departure.std() - 2.0) < 0.06
+    assert abs(np.corrcoef(arrival, departure)[0, 1]) < 0.03  # drawn independently
     assert (0 <= arrival).all() and (arrival < departure).all() and (departure <= 48).all()
     # a wide spread is clipped into the episode, never out of order
     arrival, departure = sample_overnight_sessions(KEY, 5000, 18.0, 20.0, 7.5, 20.0, 12, 0.5, 48)

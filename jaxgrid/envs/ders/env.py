@@ -54,7 +54,7 @@ from flax import struct
 from jaxgrid import spaces
 from jaxgrid.data.profiles import Profiles, feeder_loads, sample_start
 from jaxgrid.devices.battery import BatteryParams, battery_step
-from jaxgrid.devices.ev import EVParams, connected, ev_step
+from jaxgrid.devices.ev import EVParams, connected, ev_step, sample_schedule
 from jaxgrid.devices.flexload import FlexLoadParams, flexload_step
 from jaxgrid.devices.renewable import inverter_output
 from jaxgrid.env import Environment, Transition
@@ -270,17 +270,17 @@ class DERs(Environment):
         flow = hold_failed(self.power_flow(p, q, params), 1.0)
         dtype = p.dtype
         n_ev = self.counts["ev"]
-        lo, hi = params.ev_arrival_range, params.ev_stay_range
-        arrival = jax.random.randint(k_ev, (n_ev,), lo[:, 0], lo[:, 1] + 1)
-        stay = jax.random.randint(jax.random.fold_in(k_ev, 1), (n_ev,), hi[:, 0], hi[:, 1] + 1)
+        arrival, departure = sample_schedule(
+            k_ev, n_ev, params.ev_arrival_range.T, params.ev_stay_range.T, self.horizon
+        )
         state = DERsState(
             time=jnp.zeros((), jnp.int32),
             start=start,
             vm_pu=flow.vm_pu,
             battery_soc=params.battery_soc0.astype(dtype),
             ev_soc=params.ev_soc0.astype(dtype),
-            ev_arrival=arrival.astype(jnp.int32),
-            ev_departure=jnp.minimum(arrival + stay, self.horizon).astype(jnp.int32),
+            ev_arrival=arrival,
+            ev_departure=departure,
             buffer=jnp.zeros((self.counts["flexload"], self.window), dtype),
             pv_q=jnp.zeros(self.counts["pv"], dtype),
             start_failed=~flow.converged,

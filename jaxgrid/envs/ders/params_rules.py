@@ -2,6 +2,7 @@
 
 from jaxgrid.envs.ders.env import DERsParams
 from jaxgrid.grid.solvers import SOLVERS
+from jaxgrid.numerics import MAX_RANDOM_RANGE
 from jaxgrid.validation import Ordered, Range, bus_index, code_of, column_of, declare, voltage_band
 
 declare(
@@ -21,9 +22,10 @@ declare(
     bus_index("ev_bus"),
     Ordered("ev.battery.soc_min", "ev_soc0"),
     Ordered("ev_soc0", "ev.battery.soc_max"),
-    Range("ev_arrival_range", ge=0, unit="steps"),
+    # (each range is drawn by scaled_bits, which serves up to 2**16 - 1 values)
+    Range("ev_arrival_range", ge=0, le=MAX_RANDOM_RANGE - 2, unit="steps"),
     Ordered("ev_arrival_range[0]", "ev_arrival_range[1]", unit="steps"),
-    Range("ev_stay_range", ge=0, unit="steps"),
+    Range("ev_stay_range", ge=0, le=MAX_RANDOM_RANGE - 2, unit="steps"),
     Ordered("ev_stay_range[0]", "ev_stay_range[1]", unit="steps"),
     column_of("price_column", "profiles.price"),
     *voltage_band(),
