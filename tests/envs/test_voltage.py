@@ -115,12 +115,16 @@ def run(env, params, policy, episodes=32):
 @full_only
 @pytest.mark.parametrize("name", FEEDERS)
 def test_droop_keeps_voltages_in_band_where_no_control_fails(name):
+    """Over 256 training days (the share of steps in band has a spread of about 0.03
+    between samples of 32 days: voltage69-v0's no control 0.78 over 256 days, 0.805 over
+    the first 32 of another draw of days) no control leaves more than 18 % of the steps
+    out of band on every feeder, the droop under 7 %."""
     env, params = jaxgrid.make(name)
-    none = run(env, params, no_control)
-    droop = run(env, params, volt_var_droop(params))
+    none = run(env, params, no_control, episodes=256)
+    droop = run(env, params, volt_var_droop(params), episodes=256)
     cr_none = float(none.info["controllable"].mean())
     cr_droop = float(droop.info["controllable"].mean())
-    assert cr_none < 0.8 and cr_droop > 0.93
+    assert cr_none < 0.82 and cr_droop > 0.93
     assert float(droop.reward.mean()) < float(none.reward.mean())  # it pays in reactive power
     assert float(droop.info["costs"].mean()) < float(none.info["costs"].mean())
 
