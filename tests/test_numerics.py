@@ -11,6 +11,7 @@ from jaxgrid.grid import case33bw
 from jaxgrid.numerics import (
     MAX_RANDOM_RANGE,
     gauss_jordan_inverse,
+    inverse_index,
     median,
     one_hot_take,
     order_statistic,
@@ -280,3 +281,19 @@ def test_random_index_refuses_an_empty_or_too_large_range():
     for n in (0, MAX_RANDOM_RANGE):
         with pytest.raises(ValueError, match="random_index draws from 1 to 65535 values"):
             random_index(key, n)
+
+
+def test_inverse_index_points_each_target_back_to_its_position():
+    """Against a Python dict: entries >= n (padding) point nowhere, targets no entry
+    points to get ``fill``; under jit with the index traced."""
+    rng = np.random.default_rng(3)
+    n = 11
+    index = np.concatenate([rng.permutation(n)[:8], [n, n, n + 2]])
+    rng.shuffle(index)
+    expected = np.full(n, -7)
+    for i, target in enumerate(index):
+        if target < n:
+            expected[target] = i
+    got = jax.jit(lambda idx: inverse_index(idx, n, fill=-7))(jnp.asarray(index))
+    assert got.dtype == jnp.int32
+    np.testing.assert_array_equal(got, expected)

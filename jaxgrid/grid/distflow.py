@@ -29,7 +29,7 @@ from jaxgrid.grid.implicit import implicit_root
 from jaxgrid.grid.injections import bus_injections, demand_at
 from jaxgrid.grid.lindistflow import V_FLOOR
 from jaxgrid.grid.result import PowerFlowResult
-from jaxgrid.numerics import full_precision
+from jaxgrid.numerics import full_precision, inverse_index
 
 ELL_MAX = 1e4  # cap on the squared branch current (pu) that keeps a diverging sweep finite
 MAX_ITERATIONS = 100  # sweeps are unrolled: a bound keeps compilation short
@@ -70,11 +70,7 @@ def distflow(
     v0 = jnp.asarray(feeder.vm_slack_pu, dtype) ** 2
     ell_max = ELL_MAX * base**2
     # branch entering each bus: a branch's loss is carried like a load at its downstream bus
-    into = (
-        jnp.zeros(feeder.n_bus, jnp.int32)
-        .at[feeder.branch_to]
-        .set(jnp.arange(feeder.n_branch, dtype=jnp.int32))
-    )
+    into = inverse_index(feeder.branch_to, feeder.n_bus)
     has_parent = jnp.arange(feeder.n_bus) != feeder.slack
 
     def sweep(v, ell):

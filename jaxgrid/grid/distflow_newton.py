@@ -54,7 +54,7 @@ from jaxgrid.grid.implicit import implicit_root
 from jaxgrid.grid.injections import bus_injections, demand_at
 from jaxgrid.grid.lindistflow import V_FLOOR
 from jaxgrid.grid.result import PowerFlowResult
-from jaxgrid.numerics import full_precision
+from jaxgrid.numerics import full_precision, inverse_index
 
 CONVERGING_PU = 1e-3
 """A mismatch (pu) below which an unconverged iterate on the stable branch is converging.
@@ -289,11 +289,7 @@ def distflow_newton(
     mismatch = largest_residual(residuals(P, Q, ell, v_to))
 
     # back to the feeder's branch and bus order
-    slot = (
-        jnp.zeros(n_branch + 1, jnp.int32)
-        .at[levels.ravel()]
-        .set(jnp.arange(depth * width, dtype=jnp.int32))[:n_branch]
-    )
+    slot = inverse_index(levels.ravel(), n_branch)
 
     def by_branch(level_values):
         return level_values.ravel()[slot]

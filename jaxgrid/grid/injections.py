@@ -54,9 +54,14 @@ def bus_injections(feeder: Feeder, p_mw, q_mvar) -> Injections:
         return Injections(p=p, q=q, g=None, b=None, dtype=dtype)
     base = jnp.asarray(feeder.base_mva, dtype)
     half_b = 0.5 * jnp.asarray(feeder.b_pu, dtype) * base
-    charging = (
-        jnp.zeros(n_bus, dtype).at[feeder.branch_from].add(half_b).at[feeder.branch_to].add(half_b)
-    )
+    # half of each branch's charging at each of its ends, summed over a comparison of
+    # every branch end with every bus: it fuses with its use, where two scatters were two
+    # kernels of their own in every solver of a step (the topology is traced params)
+    bus = jnp.arange(n_bus)
+    ends = (jnp.asarray(feeder.branch_from)[:, None] == bus).astype(dtype) + (
+        jnp.asarray(feeder.branch_to)[:, None] == bus
+    ).astype(dtype)
+    charging = jnp.sum(half_b[:, None] * ends, axis=0)
     return Injections(
         p=p,
         q=q,

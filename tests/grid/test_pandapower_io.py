@@ -1,10 +1,12 @@
 """Conversion from and to pandapower: service states, switches, unsupported elements."""
 
+import jax
 import numpy as np
 import pytest
 from conftest import run_ac, x64
 
 from jaxgrid.grid import case69, distflow, from_pandapower, to_pandapower
+from jaxgrid.grid.distflow_newton import distflow_newton
 
 pp = pytest.importorskip("pandapower")
 pn = pytest.importorskip("pandapower.networks")
@@ -56,12 +58,33 @@ def test_out_of_service_elements_are_left_out():
     assert float(feeder.p_load_mw[3]) == pytest.approx(0.12 + 0.2)
 
 
-def test_shunt_and_line_charging_match_ac():
+def charged_case33bw():
     net = pn.case33bw()
     pp.create_shunt(net, bus=17, p_mw=0.0, q_mvar=-0.3, vn_kv=12.66)
     pp.create_shunt(net, bus=24, p_mw=0.02, q_mvar=0.0, vn_kv=12.0)
     net.line["c_nf_per_km"] = 300.0
-    assert_matches_ac(net)
+    return net
+
+
+def test_shunt_and_line_charging_match_ac():
+    assert_matches_ac(charged_case33bw())
+
+
+@pytest.mark.parametrize("solver", [distflow, distflow_newton])
+def test_line_charging_of_a_traced_feeder_matches_ac(solver):
+    """The feeder as a jitted function's argument, as environments pass it in their params:
+    its line charging is then computed from traced topology, not left out as known zero."""
+    net = charged_case33bw()
+    feeder = from_pandapower(net)
+    assert np.any(np.asarray(feeder.b_pu) > 0)
+    run_ac(net)
+    with x64():
+        res = jax.jit(lambda f: solver(f, f.p_load_mw, f.q_load_mvar, iterations=25))(feeder)
+    assert bool(res.converged)
+    np.testing.assert_allclose(
+        res.vm_pu, net.res_bus.vm_pu.loc[np.asarray(feeder.bus_ids)], atol=1e-6
+    )
+    assert float(res.q_import_mvar) == pytest.approx(net.res_ext_grid.q_mvar.sum(), abs=1e-5)
 
 
 @pytest.mark.parametrize(

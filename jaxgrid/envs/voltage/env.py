@@ -141,8 +141,9 @@ class VoltageControl(Environment):
     def power_flow(self, p_load, q_load, p_pv, q_pv, params: VoltageParams):
         """Solve the feeder with the PV injections; the solver is a params choice."""
         n_bus = params.feeder.n_bus
-        p_bus = p_load - jnp.zeros(n_bus, p_load.dtype).at[params.pv_bus].add(p_pv)
-        q_bus = q_load - jnp.zeros(n_bus, q_load.dtype).at[params.pv_bus].add(q_pv)
+        # one scatter for both powers
+        pv = jnp.zeros((n_bus, 2), p_load.dtype).at[params.pv_bus].add(jnp.stack([p_pv, q_pv], 1))
+        p_bus, q_bus = p_load - pv[:, 0], q_load - pv[:, 1]
         return solve_feeder(params.feeder, p_bus, q_bus, params.solver, self.distflow_iterations)
 
     # -- the model -------------------------------------------------------------------
