@@ -5,6 +5,7 @@ import sys
 from pathlib import Path
 
 import jax
+from jax.experimental.compilation_cache.compilation_cache import reset_cache
 
 import jaxgrid
 
@@ -19,13 +20,18 @@ def test_kernels_are_attributed_to_the_environment_that_traced_them():
     keys = jax.random.split(jax.random.PRNGKey(2), 4)
     step = jax.jit(jax.vmap(env.step, in_axes=(0, 0, 0, None)))
     # compiled afresh: the persistent cache's key leaves out source locations, so a cached
-    # program carries the line numbers of the source it was first compiled from
+    # program carries the line numbers of the source it was first compiled from. JAX
+    # decides once a process whether it uses the cache (the reset above compiled
+    # already), so the switch only holds after ``reset_cache``: without it this test
+    # read a program cached before a function moved down its file
     cached = jax.config.jax_enable_compilation_cache
     jax.config.update("jax_enable_compilation_cache", False)
+    reset_cache()
     try:
         hlo = step.lower(keys, state, action, params).compile().as_text()
     finally:
         jax.config.update("jax_enable_compilation_cache", cached)
+        reset_cache()
     of_instruction, frames = stack_frames(hlo)
     places = {where for f in of_instruction.values() if (where := source(f, frames))}
     # the battery's own step is traced in its env file
