@@ -423,3 +423,15 @@ def test_the_step_s_sweeps_converge_nearly_wherever_200_do():
     assert not np.any(ours & ~many)
     assert np.sum(many & ~ours) <= 0.01 * n  # 1 of 256 here
     assert np.max(np.abs(vm[ours] - vm_many[ours])) < 1e-4
+
+
+def test_node_injection_of_both_powers_is_each_power_s(made):
+    """The step places kW and kvar side by side with one scatter: each column equals its
+    power placed alone, bit for bit."""
+    env, params = made
+    rng = np.random.default_rng(5)
+    p_pv, q_pv = (jnp.asarray(rng.uniform(-3, 3, env.num_agents), jnp.float32) for _ in "pq")
+    both = env.node_injection(jnp.stack([p_pv, q_pv], 1), params)
+    np.testing.assert_array_equal(both[:, 0], env.node_injection(p_pv, params))
+    np.testing.assert_array_equal(both[:, 1], env.node_injection(q_pv, params))
+    assert np.any(np.asarray(both) != 0)

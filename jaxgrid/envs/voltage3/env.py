@@ -160,11 +160,18 @@ class Voltage3Control(Environment):
         return load_mult, p_pv
 
     def node_injection(self, per_inverter, params: Voltage3Params):
-        """``(n_node,)`` injection of each node from ``(n_pv,)`` inverter totals, shared
-        equally among each inverter's phases."""
+        """``(n_node, ...)`` injection of each node from ``(n_pv, ...)`` inverter totals
+        (kW, kvar or both side by side), shared equally among each inverter's phases."""
         phases = params.pv_phases.astype(per_inverter.dtype)
-        share = per_inverter[:, None] * phases / jnp.maximum(jnp.sum(phases, axis=1), 1.0)[:, None]
-        return jnp.zeros(params.feeder.n_node, per_inverter.dtype).at[params.pv_nodes].add(share)
+        count = jnp.maximum(jnp.sum(phases, axis=1), 1.0)[:, None]
+        extra = (1,) * (per_inverter.ndim - 1)  # the totals' trailing axes
+        share = (
+            per_inverter[:, None]
+            * phases.reshape(phases.shape + extra)
+            / count.reshape(count.shape + extra)
+        )
+        empty = jnp.zeros((params.feeder.n_node,) + per_inverter.shape[1:], per_inverter.dtype)
+        return empty.at[params.pv_nodes].add(share)
 
     def power_flow(self, load_mult, p_pv, q_pv, tap_pu, params: Voltage3Params):
         """The unbalanced power flow with the inverters' injections (kW, kvar) at the
@@ -175,8 +182,9 @@ class Voltage3Control(Environment):
             zbus,
             params.feeder.replace(tap_pu=tap_pu),
             load_mult,
-            self.node_injection(p_pv, params)[gen_node],
-            self.node_injection(q_pv, params)[gen_node],
+            # both powers by one scatter: two compiled 12 kernels more in
+            # ``voltage123-v0``'s step (``benchmarks/kernel_cost.py``)
+            *jnp.moveaxis(self.node_injection(jnp.stack([p_pv, q_pv], 1), params)[gen_node], 1, 0),
             n_iter=self.n_iter,
         )
 
