@@ -144,6 +144,25 @@ def scaled_bits(bits: Array, n) -> Array:
     return (high * size + ((low * size) >> 16)) >> 16
 
 
+def unit_floats(bits: Array) -> Array:
+    """float32 in ``[0, 1)`` from uint32 random ``bits`` (any shape), as
+    ``jax.random.uniform`` makes its float32: the top 23 bits as the mantissa of a number
+    in ``[1, 2)``, less 1. So that one draw of bits serves an integer and floats
+    (:func:`scaled_bits`) where each draw of its own is a Threefry hash, a rolled loop of
+    kernels. 23 bits of resolution in float64 too."""
+    one = jnp.uint32(0x3F800000)  # the bits of float32 1.0
+    return jax.lax.bitcast_convert_type((bits >> 9) | one, jnp.float32) - 1.0
+
+
+def standard_normals(bits: Array) -> Array:
+    """float32 standard normal draws from uint32 random ``bits`` (any shape), as
+    ``jax.random.normal`` makes them, bit for bit: ``sqrt(2) erfinv(u)`` of ``u`` uniform
+    on the open ``(-1, 1)`` (:func:`unit_floats` scaled)."""
+    low = jnp.nextafter(jnp.float32(-1.0), jnp.float32(0.0))
+    u = jnp.maximum(low, unit_floats(bits) * (1.0 - low) + low)
+    return jnp.sqrt(jnp.float32(2.0)) * jax.lax.erf_inv(u)
+
+
 # Cephes' atanf (Moshier): atan(u) = u + u^3 P(u^2) on |u| <= tan(pi/8), relative error
 # below 2e-7 there
 _ATAN_COEFFICIENTS = (8.05374449538e-2, -1.38776856032e-1, 1.99777106478e-1, -3.33329491539e-1)

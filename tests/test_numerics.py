@@ -19,8 +19,10 @@ from jaxgrid.numerics import (
     random_index,
     skip_zero,
     small_inverse,
+    standard_normals,
     sum_last_axis,
     transpose_once,
+    unit_floats,
 )
 
 
@@ -297,3 +299,15 @@ def test_inverse_index_points_each_target_back_to_its_position():
     got = jax.jit(lambda idx: inverse_index(idx, n, fill=-7))(jnp.asarray(index))
     assert got.dtype == jnp.int32
     np.testing.assert_array_equal(got, expected)
+
+
+def test_floats_from_bits_are_jax_random_s_from_the_same_key():
+    """One draw of bits serves several kinds of random numbers: the floats made from it
+    are ``jax.random.uniform``'s and ``jax.random.normal``'s of the key, bit for bit."""
+    for seed in range(3):
+        key = jax.random.PRNGKey(seed)
+        bits = jax.random.bits(key, (4096,), jnp.uint32)
+        uniform, normal = jax.jit(lambda b: (unit_floats(b), standard_normals(b)))(bits)
+        np.testing.assert_array_equal(uniform, jax.random.uniform(key, (4096,)))
+        np.testing.assert_array_equal(normal, jax.random.normal(key, (4096,)))
+    assert 0.0 <= float(jnp.min(uniform)) and float(jnp.max(uniform)) < 1.0

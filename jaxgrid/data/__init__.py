@@ -1,7 +1,7 @@
 """Exogenous time series: measured and synthetic profiles, prices, episode sampling."""
 
 from jaxgrid.data.prices import merit_order_price, time_of_use
-from jaxgrid.data.profiles import Profiles, resample, sample_start, split_days
+from jaxgrid.data.profiles import Profiles, resample, sample_start, split_days, start_from_bits
 from jaxgrid.data.simbench import simbench_profiles
 from jaxgrid.data.synthetic import synthetic_profiles
 
@@ -12,6 +12,7 @@ __all__ = [
     "sample_start",
     "simbench_profiles",
     "split_days",
+    "start_from_bits",
     "synthetic_profiles",
     "time_of_use",
 ]

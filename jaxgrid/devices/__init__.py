@@ -25,8 +25,10 @@ from jaxgrid.devices.ev import (
     EVStep,
     connected,
     ev_step,
+    overnight_sessions,
     sample_overnight_sessions,
     sample_schedule,
+    schedule_from_bits,
     served_share,
 )
 from jaxgrid.devices.flexload import FlexLoadParams, FlexLoadStep, flexload_step
@@ -82,8 +84,10 @@ __all__ = [
     "move_taps",
     "regcontrols_from_master",
     "regulator_voltage",
+    "overnight_sessions",
     "sample_overnight_sessions",
     "sample_schedule",
+    "schedule_from_bits",
     "served_share",
     "solve_with_regulators",
     "tap_step",

@@ -88,14 +88,23 @@ def sample_schedule(
     two ``jax.random.randint`` (each a split and two draws) compiled seven Threefry hashes
     into the resets that call this (``ders33-v0``'s step 327 -> 317 kernels)."""
 
+    bits = jax.random.bits(key, (2 * n,), jnp.uint32)
+    return schedule_from_bits(bits, arrival_range, stay_range, horizon)
+
+
+def schedule_from_bits(bits, arrival_range, stay_range, horizon: int) -> tuple[Array, Array]:
+    """:func:`sample_schedule` of ``n`` vehicles from ``(2 n,)`` uint32 random ``bits``
+    (the arrivals', then the stays'), which a reset may draw with its other random
+    numbers in one draw."""
+    n = bits.shape[0] // 2
+
     def bound(i):
         """``(2, n)`` int32: bound ``i`` (0 low, 1 high) of the arrival, then of the stay."""
         ranges = (arrival_range, stay_range)
         return jnp.stack([jnp.broadcast_to(jnp.asarray(r[i], jnp.int32), (n,)) for r in ranges])
 
     low, high = bound(0), bound(1)
-    bits = jax.random.bits(key, (2 * n,), jnp.uint32).reshape(2, n)
-    arrival, stay = low + scaled_bits(bits, high - low + 1).astype(jnp.int32)
+    arrival, stay = low + scaled_bits(bits.reshape(2, n), high - low + 1).astype(jnp.int32)
     return arrival, jnp.minimum(arrival + stay, horizon).astype(jnp.int32)
 
 
@@ -122,7 +131,34 @@ def sample_overnight_sessions(
     ``horizon`` may be traced, so the statistics are params leaves a scenario can sweep.
     """
     # both hours from one draw (a split and two draws compiled three Threefry hashes)
-    arrive_z, leave_z = jnp.split(jax.random.normal(key, (2 * n,)), 2)
+    z = jax.random.normal(key, (2 * n,))
+    return overnight_sessions(
+        z[:n],
+        z[n:],
+        arrival_mean_h,
+        arrival_sd_h,
+        departure_mean_h,
+        departure_sd_h,
+        first_hour,
+        dt_h,
+        horizon,
+    )
+
+
+def overnight_sessions(
+    arrive_z,
+    leave_z,
+    arrival_mean_h,
+    arrival_sd_h,
+    departure_mean_h,
+    departure_sd_h,
+    first_hour,
+    dt_h,
+    horizon: int,
+) -> tuple[Array, Array]:
+    """:func:`sample_overnight_sessions` from standard normal draws ``arrive_z`` and
+    ``leave_z`` ``(n,)``, drawn by the caller (with its other random numbers, in one draw:
+    :func:`~jaxgrid.numerics.standard_normals`)."""
     arrive_h = arrival_mean_h + arrival_sd_h * arrive_z
     leave_h = 24.0 + departure_mean_h + departure_sd_h * leave_z
     arrival = jnp.clip(jnp.round((arrive_h - first_hour) / dt_h), 0, horizon - 1)

@@ -1,6 +1,7 @@
 """Profile data: the bundled SimBench year, resampling, prices, splits, synthetic fallback."""
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -10,6 +11,7 @@ from jaxgrid.data import (
     sample_start,
     simbench_profiles,
     split_days,
+    start_from_bits,
     synthetic_profiles,
     time_of_use,
 )
@@ -91,6 +93,15 @@ def test_split_and_episode_sampling():
         jax.random.split(jax.random.PRNGKey(0), 300)
     )
     assert set((np.asarray(starts) // 24).tolist()) <= set(test.tolist())
+    # from bits drawn with a reset's other random numbers: the same day for the same bits
+    keys = jax.random.split(jax.random.PRNGKey(1), 300)
+    bits = jax.vmap(lambda k: jax.random.bits(k, (), jnp.uint32))(keys)
+    np.testing.assert_array_equal(
+        jax.vmap(lambda b: start_from_bits(b, test, 24))(bits),
+        jax.vmap(lambda k: sample_start(k, test, 24))(keys),
+    )
+    with pytest.raises(ValueError, match="start day is drawn from 1 to 65535 days, got 0"):
+        start_from_bits(bits[0], test[:0], 24)
     p = simbench_profiles(24)
     np.testing.assert_array_equal(p.for_testing().days, p.held_out)
 
