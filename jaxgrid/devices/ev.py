@@ -15,7 +15,7 @@ import jax.numpy as jnp
 from flax import struct
 
 from jaxgrid.devices.battery import BatteryParams, battery_step
-from jaxgrid.numerics import scaled_bits
+from jaxgrid.numerics import scaled_bits, standard_normals
 from jaxgrid.types import Array, PRNGKey
 
 
@@ -108,9 +108,8 @@ def schedule_from_bits(bits, arrival_range, stay_range, horizon: int) -> tuple[A
     return arrival, jnp.minimum(arrival + stay, horizon).astype(jnp.int32)
 
 
-def sample_overnight_sessions(
-    key: PRNGKey,
-    n: int,
+def overnight_sessions(
+    bits: Array,
     arrival_mean_h,
     arrival_sd_h,
     departure_mean_h,
@@ -120,45 +119,21 @@ def sample_overnight_sessions(
     horizon: int,
 ) -> tuple[Array, Array]:
     """Overnight charging sessions of ``n`` vehicles in an episode that starts at hour of
-    day ``first_hour`` and lasts ``horizon`` steps of ``dt_h`` hours.
+    day ``first_hour`` and lasts ``horizon`` steps of ``dt_h`` hours, from ``(2 n,)``
+    uint32 random ``bits`` (the caller draws them with its other random numbers, in one
+    draw: a split and a draw of each kind were a Threefry hash each).
 
     Each vehicle arrives at an hour of day drawn from N(``arrival_mean_h``,
     ``arrival_sd_h``) and leaves the next day at an hour drawn from
     N(``departure_mean_h``, ``departure_sd_h``) (hours may exceed 24 or fall below 0:
-    they count from midnight of the arrival day, and of the next day). Steps are rounded
-    to the nearest and kept in the episode: ``0 <= arrival < departure <= horizon``.
-    Returns ``(arrival, departure)`` int32 ``(n,)`` steps. Every argument but ``n`` and
-    ``horizon`` may be traced, so the statistics are params leaves a scenario can sweep.
+    they count from midnight of the arrival day, and of the next day); the normals are
+    :func:`~jaxgrid.numerics.standard_normals` of the first and the second half of
+    ``bits``. Steps are rounded to the nearest and kept in the episode: ``0 <= arrival <
+    departure <= horizon``. Returns ``(arrival, departure)`` int32 ``(n,)`` steps. Every
+    argument but ``horizon`` may be traced, so the statistics are params leaves a
+    scenario can sweep.
     """
-    # both hours from one draw (a split and two draws compiled three Threefry hashes)
-    z = jax.random.normal(key, (2 * n,))
-    return overnight_sessions(
-        z[:n],
-        z[n:],
-        arrival_mean_h,
-        arrival_sd_h,
-        departure_mean_h,
-        departure_sd_h,
-        first_hour,
-        dt_h,
-        horizon,
-    )
-
-
-def overnight_sessions(
-    arrive_z,
-    leave_z,
-    arrival_mean_h,
-    arrival_sd_h,
-    departure_mean_h,
-    departure_sd_h,
-    first_hour,
-    dt_h,
-    horizon: int,
-) -> tuple[Array, Array]:
-    """:func:`sample_overnight_sessions` from standard normal draws ``arrive_z`` and
-    ``leave_z`` ``(n,)``, drawn by the caller (with its other random numbers, in one draw:
-    :func:`~jaxgrid.numerics.standard_normals`)."""
+    arrive_z, leave_z = jnp.split(standard_normals(bits), 2)
     arrive_h = arrival_mean_h + arrival_sd_h * arrive_z
     leave_h = 24.0 + departure_mean_h + departure_sd_h * leave_z
     arrival = jnp.clip(jnp.round((arrive_h - first_hour) / dt_h), 0, horizon - 1)

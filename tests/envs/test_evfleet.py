@@ -10,13 +10,18 @@ import pytest
 from conftest import full_only, reset_on_days
 
 import jaxgrid
-from jaxgrid.devices import sample_overnight_sessions, served_share
+from jaxgrid.devices import overnight_sessions, served_share
 from jaxgrid.envs.evfleet import day_plan, make_evfleet
 from jaxgrid.envs.evfleet.oracle import plan_actions, rollout_plan
 from jaxgrid.rollout import is_controller
 from jaxgrid.validation import ParamsError, validate_params
 
 KEY = jax.random.PRNGKey(0)
+
+
+def bits(n):
+    """Random bits for ``n`` vehicles' sessions, as a reset draws them."""
+    return jax.random.bits(KEY, (2 * n,), jnp.uint32)
 
 
 @pytest.fixture(scope="module")
@@ -27,20 +32,20 @@ def fleet():
 def test_sessions_without_spread_fall_on_the_hour_worked_by_hand():
     # arrive 18:00 and leave 07:30 next day, episode from noon in half hours:
     # (18 - 12) / 0.5 = 12 and (24 + 7.5 - 12) / 0.5 = 39
-    arrival, departure = sample_overnight_sessions(KEY, 3, 18.0, 0.0, 7.5, 0.0, 12, 0.5, 48)
+    arrival, departure = overnight_sessions(bits(3), 18.0, 0.0, 7.5, 0.0, 12, 0.5, 48)
     np.testing.assert_array_equal(arrival, [12, 12, 12])
     np.testing.assert_array_equal(departure, [39, 39, 39])
 
 
 def test_sessions_follow_their_statistics_and_stay_in_the_episode():
-    arrival, departure = sample_overnight_sessions(KEY, 20000, 18.0, 1.5, 7.5, 1.0, 12, 0.5, 48)
+    arrival, departure = overnight_sessions(bits(20000), 18.0, 1.5, 7.5, 1.0, 12, 0.5, 48)
     arrival, departure = np.asarray(arrival), np.asarray(departure)
     assert abs(arrival.mean() - 12.0) < 0.06 and abs(arrival.std() - 3.0) < 0.06
     assert abs(departure.mean() - 39.0) < 0.06 and abs(departure.std() - 2.0) < 0.06
     assert abs(np.corrcoef(arrival, departure)[0, 1]) < 0.03  # drawn independently
     assert (0 <= arrival).all() and (arrival < departure).all() and (departure <= 48).all()
     # a wide spread is clipped into the episode, never out of order
-    arrival, departure = sample_overnight_sessions(KEY, 5000, 18.0, 20.0, 7.5, 20.0, 12, 0.5, 48)
+    arrival, departure = overnight_sessions(bits(5000), 18.0, 20.0, 7.5, 20.0, 12, 0.5, 48)
     assert (0 <= arrival).all() and (arrival < departure).all() and (departure <= 48).all()
 
 

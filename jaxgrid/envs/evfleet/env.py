@@ -2,7 +2,7 @@
 
 **Agents.** One per vehicle and its home charger (``vehicle_0`` ...), each at a bus of
 the feeder. Every episode each vehicle arrives once in the evening and leaves the next
-morning (:func:`~jaxgrid.devices.ev.sample_overnight_sessions`), with a state of charge
+morning (:func:`~jaxgrid.devices.ev.overnight_sessions`), with a state of charge
 drawn from ``soc_arrival_range``; it should leave with ``ev.target_soc``.
 
 **Episode.** From ``first_hour`` (noon) to the same hour of the next day, ``horizon``
@@ -60,7 +60,7 @@ from jaxgrid.env import Environment, Transition
 from jaxgrid.grid.feeder import Feeder
 from jaxgrid.grid.limits import voltage_violation_pu
 from jaxgrid.grid.solvers import hold_failed, solve_feeder
-from jaxgrid.numerics import standard_normals, unit_floats
+from jaxgrid.numerics import unit_floats
 from jaxgrid.rewards.equity import hoover
 from jaxgrid.rewards.scalarise import Scalarisation
 from jaxgrid.types import Array
@@ -226,10 +226,8 @@ class EVFleet(Environment):
         steps_per_day = jnp.round(24.0 / params.dt_h).astype(jnp.int32)
         first = jnp.round(params.first_hour / params.dt_h).astype(jnp.int32)
         start = start_from_bits(bits[0], params.profiles.days, steps_per_day) + first
-        z = standard_normals(bits[1 : 1 + 2 * n])
         arrival, departure = overnight_sessions(
-            z[:n],
-            z[n:],
+            bits[1 : 1 + 2 * n],
             params.arrival_mean_h,
             params.arrival_sd_h,
             params.departure_mean_h,
