@@ -219,7 +219,7 @@ class EVFleet(Environment):
     def reset_env(self, key, params: EVFleetParams):
         # every random number of the reset from one draw of bits: the start day, both
         # hours of each session and each arrival's state of charge (a split and three
-        # draws were four Threefry hashes: 295 -> 275 kernels and 15 % less LLVM IR in
+        # draws were four Threefry hashes: 295 -> 275 kernels and 13 % less LLVM IR in
         # the step, ``benchmarks/kernel_cost.py``)
         n = self.num_agents
         bits = jax.random.bits(key, (1 + 3 * n,), jnp.uint32)
