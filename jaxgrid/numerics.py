@@ -111,33 +111,34 @@ def inverse_index(index: Array, n: int, fill: int = 0) -> Array:
     return jnp.where(found > 0, found - 1, fill).astype(jnp.int32)
 
 
-MAX_RANDOM_RANGE = 2**16  # the largest n of random_index, exclusive
+MAX_RANDOM_RANGE = 2**16  # the largest n of index_from_bits, exclusive
 
 
-def random_index(key: Array, n: int) -> Array:
-    """``()`` uint32 index drawn uniformly from ``range(n)`` (a static ``1 <= n < 2**16``)
-    with one draw of 32 random bits: ``floor(bits * n / 2**32)`` (Lemire's multiply-shift;
-    each index's probability is within ``1 / 2**32`` of ``1 / n``), the high word of the
-    48-bit product computed from the bits' 16-bit halves in uint32.
+def index_from_bits(bits: Array, n: int) -> Array:
+    """uint32 index uniform on ``range(n)`` (a static ``1 <= n < 2**16``) from uint32
+    random ``bits`` (any shape; one draw of 32 bits an index): ``floor(bits * n / 2**32)``
+    (Lemire's multiply-shift; each index's probability is within ``1 / 2**32`` of ``1 /
+    n``), :func:`scaled_bits` with ``n`` checked.
 
     ``jax.random.choice`` and ``randint`` split the key and draw 64 bits (they serve ranges
     up to ``2**32``): three Threefry hashes, each a rolled loop of its own kernels, which
     every environment's step compiles for its auto-reset's start day. Drawn this way the
     steps of ``tso14-v0`` and ``voltage33-v0`` had 7 and 6 fewer of the kernels XLA
     generates code for (368 -> 361, 252 -> 246) and ``tso14-v0`` 4 % less optimised LLVM IR
-    (``benchmarks/kernel_cost.py``'s count, the dumped modules' sizes).
+    (``benchmarks/kernel_cost.py``'s count, the dumped modules' sizes); the bits may come
+    from one draw with a reset's other random numbers (:func:`unit_floats`).
     """
     n = int(n)
     if not 1 <= n < MAX_RANDOM_RANGE:
-        raise ValueError(f"random_index draws from 1 to {MAX_RANDOM_RANGE - 1} values, got {n}")
-    return scaled_bits(jax.random.bits(key, (), jnp.uint32), n)
+        raise ValueError(f"an index is drawn from 1 to {MAX_RANDOM_RANGE - 1} values, got {n}")
+    return scaled_bits(bits, n)
 
 
 def scaled_bits(bits: Array, n) -> Array:
     """uint32 random ``bits`` (any shape) mapped onto ``range(n)``: ``floor(bits * n /
     2**32)``, uint32, with ``n`` (broadcast with ``bits``) from 1 to ``2**16 - 1``
-    (:func:`random_index`; beyond that range the result is wrong, so callers validate it:
-    one draw of bits then serves several ranges)."""
+    (:func:`index_from_bits`; beyond that range the result is wrong, so callers validate
+    it: one draw of bits then serves several ranges)."""
     size = jnp.asarray(n).astype(jnp.uint32)
     # bits * n = 2**16 * (high * n) + low * n, each product below 2**32
     high, low = bits >> 16, bits & 0xFFFF

@@ -11,12 +11,12 @@ from jaxgrid.grid import case33bw
 from jaxgrid.numerics import (
     MAX_RANDOM_RANGE,
     gauss_jordan_inverse,
+    index_from_bits,
     inverse_index,
     median,
     one_hot_take,
     order_statistic,
     positive_definite_solve,
-    random_index,
     skip_zero,
     small_inverse,
     standard_normals,
@@ -264,25 +264,24 @@ def test_order_statistics_and_median_are_numpys_bit_for_bit(dtype):
 
 
 @pytest.mark.parametrize("n", [1, 2, 7, 292, 1000, MAX_RANDOM_RANGE - 1])
-def test_random_index_is_the_high_word_of_the_bits_times_n(n):
-    """Each index is ``floor(bits * n / 2**32)`` of the key's 32 random bits, in Python's
-    exact integers (the uint32 halves must not overflow at the largest range), and every
-    index of a small range is drawn."""
-    keys = jax.random.split(jax.random.PRNGKey(n), 2000)
-    drawn = np.asarray(jax.jit(jax.vmap(lambda k: random_index(k, n)))(keys))
-    bits = np.asarray(jax.vmap(lambda k: jax.random.bits(k, (), jnp.uint32))(keys))
-    expected = [(int(b) * n) >> 32 for b in bits]
+def test_index_from_bits_is_the_high_word_of_the_bits_times_n(n):
+    """Each index is ``floor(bits * n / 2**32)`` of 32 random bits, in Python's exact
+    integers (the uint32 halves must not overflow at the largest range), and every index
+    of a small range is drawn."""
+    bits = jax.random.bits(jax.random.PRNGKey(n), (2000,), jnp.uint32)
+    drawn = np.asarray(jax.jit(lambda b: index_from_bits(b, n))(bits))
+    expected = [(int(b) * n) >> 32 for b in np.asarray(bits)]
     np.testing.assert_array_equal(drawn, expected)
     assert drawn.dtype == np.uint32 and drawn.max() < n
     if n <= 7:
         assert set(drawn.tolist()) == set(range(n))
 
 
-def test_random_index_refuses_an_empty_or_too_large_range():
-    key = jax.random.PRNGKey(0)
+def test_index_from_bits_refuses_an_empty_or_too_large_range():
+    bits = jnp.zeros((), jnp.uint32)
     for n in (0, MAX_RANDOM_RANGE):
-        with pytest.raises(ValueError, match="random_index draws from 1 to 65535 values"):
-            random_index(key, n)
+        with pytest.raises(ValueError, match="an index is drawn from 1 to 65535 values"):
+            index_from_bits(bits, n)
 
 
 def test_inverse_index_points_each_target_back_to_its_position():

@@ -9,11 +9,12 @@ so evaluation runs on days the agent never trained on: pass
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from jaxgrid.numerics import MAX_RANDOM_RANGE, one_hot_take, random_index, scaled_bits
+from jaxgrid.numerics import index_from_bits, one_hot_take
 from jaxgrid.types import Array, PRNGKey, float_dtype
 
 
@@ -67,18 +68,13 @@ def resample(series: np.ndarray, factor: int) -> np.ndarray:
 
 def sample_start(key: PRNGKey, days: Array, steps_per_day: int) -> Array:
     """First time step of an episode starting on a day drawn uniformly from ``days``."""
-    day = jnp.asarray(days)[random_index(key, days.shape[0])]
-    return (day * steps_per_day).astype(jnp.int32)
+    return start_from_bits(jax.random.bits(key, (), jnp.uint32), days, steps_per_day)
 
 
 def start_from_bits(bits: Array, days: Array, steps_per_day) -> Array:
     """:func:`sample_start` from ``()`` uint32 random ``bits``, which a reset may draw
-    with its other random numbers in one draw (:func:`~jaxgrid.numerics.scaled_bits`;
-    ``random_index(key, n)`` is ``scaled_bits`` of one draw from ``key``)."""
-    n = days.shape[0]
-    if not 1 <= n < MAX_RANDOM_RANGE:
-        raise ValueError(f"a start day is drawn from 1 to {MAX_RANDOM_RANGE - 1} days, got {n}")
-    day = jnp.asarray(days)[scaled_bits(bits, n)]
+    with its other random numbers in one draw (:func:`~jaxgrid.numerics.index_from_bits`)."""
+    day = jnp.asarray(days)[index_from_bits(bits, days.shape[0])]
     return (day * steps_per_day).astype(jnp.int32)
 
 

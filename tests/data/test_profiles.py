@@ -93,14 +93,11 @@ def test_split_and_episode_sampling():
         jax.random.split(jax.random.PRNGKey(0), 300)
     )
     assert set((np.asarray(starts) // 24).tolist()) <= set(test.tolist())
-    # from bits drawn with a reset's other random numbers: the same day for the same bits
-    keys = jax.random.split(jax.random.PRNGKey(1), 300)
-    bits = jax.vmap(lambda k: jax.random.bits(k, (), jnp.uint32))(keys)
-    np.testing.assert_array_equal(
-        jax.vmap(lambda b: start_from_bits(b, test, 24))(bits),
-        jax.vmap(lambda k: sample_start(k, test, 24))(keys),
-    )
-    with pytest.raises(ValueError, match="start day is drawn from 1 to 65535 days, got 0"):
+    # from bits drawn with a reset's other random numbers: day floor(bits * n / 2**32)
+    bits = jax.random.bits(jax.random.PRNGKey(1), (300,), jnp.uint32)
+    expected = [int(test[(int(b) * len(test)) >> 32]) * 24 for b in np.asarray(bits)]
+    np.testing.assert_array_equal(jax.vmap(lambda b: start_from_bits(b, test, 24))(bits), expected)
+    with pytest.raises(ValueError, match="an index is drawn from 1 to 65535 values, got 0"):
         start_from_bits(bits[0], test[:0], 24)
     p = simbench_profiles(24)
     np.testing.assert_array_equal(p.for_testing().days, p.held_out)
